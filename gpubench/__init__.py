@@ -1,0 +1,2 @@
+"""gpubench: reproducible GPU benchmarks."""
+__version__ = "0.1.0"

@@ -1,0 +1,191 @@
+"""The catalog: every benchmark's metadata, registered in this one place.
+
+This module is data only. The launcher, `gpubench list` and the image tests read it; nothing here
+imports the code that runs a workload (`module` names it, and the runner imports it on demand).
+Adding a workload = one entry here + `workloads/<module>.py` + `images/<name>/` + its tests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from gpubench import __version__
+from gpubench.registry import Registry
+
+IMAGE_REGISTRY_DEFAULT = "ghcr.io/gpubench"
+
+# The studies' software, shared by most entries (torch 2.8.0+cu128, transformers 4.57.1, Python 3.12).
+TORCH = {"torch": "2.8.0"}
+TRANSFORMERS = {"transformers": "4.57.1"}
+VLLM = {"vllm": "0.11.0"}
+
+
+@dataclass(frozen=True)
+class CostBasis:
+    """How a metric turns an hourly price into a cost per unit of output.
+
+    kind="rate": `metric` is units per second (tokens_per_s); kind="seconds": `metric` is seconds
+    spent per unit (a cold start's total_s). `per` units make one priced unit ("1M tokens").
+    """
+
+    metric: str
+    unit: str
+    per: float
+    kind: Literal["rate", "seconds"] = "rate"
+
+    def usd_per_unit(self, value: float, usd_per_hour: float) -> float | None:
+        if value <= 0:
+            return None
+        seconds = self.per / value if self.kind == "rate" else value * self.per
+        return usd_per_hour * seconds / 3600.0
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    title: str
+    study: str  # the post's title in shared/seeds/runcrate-posts.txt
+    setups: tuple[str, ...]
+    gpus: str  # what the study ran on, for humans
+    gpu_count: int
+    min_gpu_memory_gb: float
+    expected_minutes: float  # full-size run on a study GPU, excluding the image pull
+    dependencies: dict[str, str]  # exact versions the image pins (checked against images/<name>/)
+    module: str | None = None  # gpubench.workloads.<x>; None while its code is not written
+    cost: CostBasis | None = None
+    via: Literal["job", "instance"] = "job"
+    notes: str = ""
+
+    @property
+    def implemented(self) -> bool:
+        return self.module is not None
+
+    @property
+    def image(self) -> str:
+        registry = os.environ.get("GPUBENCH_IMAGE_REGISTRY", IMAGE_REGISTRY_DEFAULT).rstrip("/")
+        return f"{registry}/{self.name}:{__version__}"
+
+    @property
+    def max_runtime_minutes(self) -> int:
+        """The launcher's default safety net: twice the expected time plus image pull and setup."""
+        return int(self.expected_minutes * 2 + 15)
+
+
+WORKLOADS: Registry[WorkloadSpec] = Registry("workload")
+
+WORKLOADS.add("train-compile", WorkloadSpec(
+    name="train-compile",
+    title="torch.compile vs eager training step, 468M Llama",
+    study="torch.compile vs eager for training a 468M Llama-style model on four GPUs",
+    setups=("eager-sdpa", "compile-sdpa", "eager-eager", "compile-eager"),
+    gpus="1 GPU; 56 GB for eager attention without compile (RTX 5090, L40S, RTX A6000, H100 PCIe)",
+    gpu_count=1, min_gpu_memory_gb=24, expected_minutes=8,
+    dependencies={**TORCH, **TRANSFORMERS},
+    module="gpubench.workloads.train_compile",
+    cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
+))
+WORKLOADS.add("embed", WorkloadSpec(
+    name="embed",
+    title="Text embedding throughput: BGE small/base/large at 128 and 512 tokens",
+    study="Text embedding throughput per dollar: BGE small, base and large on RTX 5090, L40S, RTX A6000 and H100",
+    setups=tuple(f"bge-{size}-{seq}" for size in ("small", "base", "large") for seq in (128, 512)),
+    gpus="1 GPU, 4 GB", gpu_count=1, min_gpu_memory_gb=4, expected_minutes=6,
+    dependencies={**TORCH, **TRANSFORMERS, "sentence-transformers": "5.7.0"},
+    cost=CostBasis(metric="passages_per_s", unit="1M passages", per=1e6),
+))
+WORKLOADS.add("cold-start", WorkloadSpec(
+    name="cold-start",
+    title="Model cold start: fresh Hub download vs local cache, time to first token (Qwen2.5-7B)",
+    study="Fresh Hugging Face download vs local cache: time to first token for a 7B model on a Runcrate L40S",
+    setups=("fresh-download", "fresh-download-xet-hp", "cache-evicted", "cache-warm"),
+    gpus="1 GPU, 24 GB", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=6,
+    dependencies={**TORCH, **TRANSFORMERS, "huggingface-hub": "0.36.2", "hf-xet": "1.7.1", "accelerate": "1.15.0"},
+    cost=CostBasis(metric="total_s", unit="start", per=1, kind="seconds"),
+))
+WORKLOADS.add("whisper", WorkloadSpec(
+    name="whisper",
+    title="Whisper large-v3 audio hours per dollar: faster-whisper batched/sequential vs transformers",
+    study="Whisper large-v3 hours of audio per dollar on four GPUs: RTX 5090, L40S, RTX A6000 and H100",
+    setups=("fw-turbo-fp16-b16", "fw-large-v3-fp16-b16", "fw-large-v3-int8-b16", "hf-large-v3-fp16-b16",
+            "fw-large-v3-fp16-seq"),
+    gpus="1 GPU, 32 GB", gpu_count=1, min_gpu_memory_gb=32, expected_minutes=30,
+    dependencies={**TORCH, **TRANSFORMERS, "faster-whisper": "1.2.1", "ctranslate2": "4.8.4", "jiwer": "4.0.0"},
+    cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
+))
+WORKLOADS.add("finetune", WorkloadSpec(
+    name="finetune",
+    title="Full fine-tune vs LoRA vs QLoRA, Qwen2.5-1.5B",
+    study="Full fine-tune vs LoRA vs QLoRA on one L40S: Qwen2.5-1.5B, memory, speed and held-out loss, measured",
+    setups=("full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8"),
+    gpus="1 GPU, 48 GB (full fine-tune OOMs at micro-batch 8 there)", gpu_count=1, min_gpu_memory_gb=40,
+    expected_minutes=25,
+    dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},
+    cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
+))
+WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
+    name="ollama-vs-vllm",
+    title="Ollama Q4_K_M / Q8_0 vs vLLM bf16 on a 24 GB card, speed and GSM8K",
+    study="Ollama Q4 vs vLLM bf16 on a 24 GB A10: 3x the single-user speed, 1.2 points of GSM8K",
+    setups=("ollama-q4km", "ollama-q8", "vllm-bf16"),
+    gpus="1 GPU, 24 GB (A10 in the study)", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=20,
+    dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"},
+    cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+))
+WORKLOADS.add("sdxl", WorkloadSpec(
+    name="sdxl",
+    title="SDXL images per dollar, eager vs torch.compile, batch 1 and 4",
+    study="SDXL images per dollar on four GPUs: RTX A6000, L40S, RTX 5090 and H100, eager vs torch.compile",
+    setups=("eager-b1", "eager-b4", "compile-b1", "compile-b4"),
+    gpus="1 GPU, 16 GB", gpu_count=1, min_gpu_memory_gb=16, expected_minutes=20,
+    dependencies={**TORCH, **TRANSFORMERS, "diffusers": "0.42.1", "accelerate": "1.15.0"},
+    cost=CostBasis(metric="images_per_s", unit="1k images", per=1e3),
+))
+WORKLOADS.add("vllm-fp8", WorkloadSpec(
+    name="vllm-fp8",
+    title="vLLM online FP8 vs bf16: throughput, latency and GSM8K",
+    study="vLLM FP8 vs bf16 on an H100: 1.4x the throughput, and what it did to GSM8K accuracy",
+    setups=("bf16", "fp8"),
+    gpus="1 GPU with FP8 tensor cores (Ada or Hopper), 48 GB", gpu_count=1, min_gpu_memory_gb=48,
+    expected_minutes=15,
+    dependencies={**VLLM},
+    cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+))
+WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
+    name="vllm-prefix-cache",
+    title="vLLM prefix caching on vs off with a shared 1k/4k-token system prompt",
+    study="vLLM prefix caching on vs off: 7.5x the throughput with a 4,000-token system prompt on one L40S",
+    setups=("cache-on", "cache-off"),
+    gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
+    dependencies={**VLLM},
+    cost=CostBasis(metric="requests_per_s", unit="1k requests", per=1e3),
+))
+WORKLOADS.add("ddp-scaling", WorkloadSpec(
+    name="ddp-scaling",
+    title="DDP scaling on one multi-GPU host: plain, bf16 gradient compression, accumulation",
+    study="4 GPUs, 2x speed: why PyTorch DDP stalled on a PCIe-only 4x RTX A6000, and two flags that took it to 3.6x",
+    setups=("1gpu", "plain", "bf16-hook", "accum4", "both", "allreduce"),
+    gpus="4 GPUs of one host (PCIe-only in the study)", gpu_count=4, min_gpu_memory_gb=24, expected_minutes=15,
+    dependencies={**TORCH},
+    cost=CostBasis(metric="tokens_per_s", unit="1B tokens", per=1e9),
+))
+WORKLOADS.add("first-matmul", WorkloadSpec(
+    name="first-matmul",
+    title="Launch to first CUDA matmul: API running, first SSH, first 4096x4096 matmul",
+    study="How long until a rented GPU runs CUDA? Launch to first matmul on six GPU types, timed",
+    setups=("matmul",),
+    gpus="any 1 GPU", gpu_count=1, min_gpu_memory_gb=1, expected_minutes=1,
+    dependencies={**TORCH},
+    via="instance",
+    notes="the in-container step only; the launcher times create -> running -> SSH around it",
+))
+WORKLOADS.add("vllm-serving", WorkloadSpec(
+    name="vllm-serving",
+    title="vLLM serving cost: Qwen2.5-7B tokens/s and $ per 1M tokens at concurrency 1-64",
+    study="vLLM on three GPUs: Qwen2.5-7B tokens per second and cost per 1M tokens on RTX A6000, L40S and H100",
+    setups=("c1", "c8", "c32", "c64"),
+    gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
+    dependencies={**VLLM},
+    cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+))

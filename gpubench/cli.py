@@ -1,0 +1,3 @@
+def main():
+    import gpubench.workloads, gpubench.launcher.cli
+    print(gpubench.workloads.__file__)

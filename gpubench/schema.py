@@ -1,0 +1,194 @@
+"""The result schema: the contract between workloads, the runner, the stores and the launcher.
+
+A run writes JSON Lines to stdout, one record per line. Every record carries the schema version,
+its kind, the run id and a UTC timestamp. Readers parse a line with `parse_record`; a line that is
+not a record (a library's chatter, a traceback) is returned as None and belongs in the raw log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+SCHEMA_VERSION = "1.0"
+
+Status = Literal["ok", "oom", "error", "skipped"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Metric(_Model):
+    value: float
+    unit: str
+    better: Literal["higher", "lower"] | None = None
+
+
+class GpuInfo(_Model):
+    name: str
+    memory_gb: float | None = None
+    uuid: str | None = None
+
+
+class Environment(_Model):
+    """Where a run ran. Fields that could not be read are None, never guessed."""
+
+    hostname_hash: str | None = Field(None, description="sha256 prefix of the hostname, not the name")
+    gpus: list[GpuInfo] = []
+    gpu_count: int = 0
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    ram_gb: float | None = None
+    python: str
+    platform: str
+    libraries: dict[str, str | None] = {}
+    image: str | None = Field(None, description="GPUBENCH_IMAGE, set by the image")
+    image_version: str | None = None
+    image_digest: str | None = Field(None, description="GPUBENCH_IMAGE_DIGEST, set by CI or the launcher")
+    git_commit: str | None = None
+    launcher: str | None = Field(None, description="GPUBENCH_LAUNCHER, e.g. runcrate-job")
+    gpu_requested: str | None = Field(None, description="GPUBENCH_GPU_REQUESTED, set by a launcher")
+    price_usd_per_hour: float | None = None
+    provider_job_id: str | None = None
+
+
+class _Record(_Model):
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    ts: str = Field(default_factory=utc_now)
+
+
+class RunStarted(_Record):
+    kind: Literal["run_started"] = "run_started"
+    workload: str
+    study: str
+    setups: list[str]
+    repeats: int
+    smoke: bool
+    config: dict[str, Any] = Field(description="the full workload config, after overrides")
+    environment: Environment
+
+
+class Progress(_Record):
+    kind: Literal["progress"] = "progress"
+    phase: str
+    setup: str | None = None
+    repeat: int | None = None
+    done: int | None = None
+    total: int | None = None
+    message: str | None = None
+
+
+class SetupResult(_Record):
+    kind: Literal["result"] = "result"
+    setup: str
+    repeat: int
+    status: Status
+    metrics: dict[str, Metric] = {}
+    error: str | None = None
+    device: str | None = Field(None, description="the device the setup actually ran on")
+    duration_s: float | None = None
+
+
+class MetricSummary(_Model):
+    unit: str
+    n: int
+    median: float
+    min: float
+    max: float
+    mean: float
+    stdev: float
+    cv: float | None = Field(description="stdev / mean; None when the mean is 0")
+
+
+class SetupSummary(_Model):
+    setup: str
+    status: Status
+    ok_repeats: int
+    repeats: int
+    metrics: dict[str, MetricSummary] = {}
+
+
+class RunFinished(_Record):
+    kind: Literal["run_finished"] = "run_finished"
+    status: Literal["ok", "partial", "failed", "interrupted"]
+    duration_s: float
+    summary: list[SetupSummary]
+
+
+Record = Annotated[RunStarted | Progress | SetupResult | RunFinished, Field(discriminator="kind")]
+_RECORD = TypeAdapter(Record)
+
+
+def to_line(record: BaseModel) -> str:
+    return record.model_dump_json(exclude_none=False)
+
+
+def parse_record(line: str) -> RunStarted | Progress | SetupResult | RunFinished | None:
+    """A record from one line of output, or None when the line is not a gpubench record."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or "kind" not in data or "schema_version" not in data:
+        return None
+    major = str(data["schema_version"]).split(".")[0]
+    if major != SCHEMA_VERSION.split(".")[0]:
+        raise ValueError(f"unsupported schema_version {data['schema_version']!r} (this reader: {SCHEMA_VERSION})")
+    try:
+        return _RECORD.validate_python(data)
+    except ValidationError:
+        return None
+
+
+def json_schema() -> dict[str, Any]:
+    schema = _RECORD.json_schema()
+    schema["title"] = f"gpubench record v{SCHEMA_VERSION}"
+    return schema
+
+
+def summarize(unit: str, values: list[float]) -> MetricSummary:
+    n = len(values)
+    ordered = sorted(values)
+    mid = n // 2
+    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    mean = sum(values) / n
+    stdev = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return MetricSummary(
+        unit=unit, n=n, median=median, min=ordered[0], max=ordered[-1], mean=mean, stdev=stdev,
+        cv=(stdev / mean) if mean else None,
+    )
+
+
+def summarize_results(setups: list[str], results: list[SetupResult]) -> list[SetupSummary]:
+    """Per setup: median, min, max, mean, stdev and CV of every metric over its ok repeats."""
+    out = []
+    for setup in setups:
+        rows = [r for r in results if r.setup == setup]
+        ok = [r for r in rows if r.status == "ok"]
+        metrics: dict[str, MetricSummary] = {}
+        for name in dict.fromkeys(k for r in ok for k in r.metrics):
+            values = [r.metrics[name].value for r in ok if name in r.metrics]
+            metrics[name] = summarize(ok[0].metrics[name].unit, values)
+        if ok:
+            status: Status = "ok"
+        elif rows:
+            status = "oom" if all(r.status == "oom" for r in rows) else rows[-1].status
+        else:
+            status = "skipped"
+        out.append(SetupSummary(setup=setup, status=status, ok_repeats=len(ok), repeats=len(rows), metrics=metrics))
+    return out

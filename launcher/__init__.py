@@ -1,0 +1,1 @@
+"""gpubench-launch: run catalog workloads on Runcrate GPUs."""

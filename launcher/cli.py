@@ -1,0 +1,8 @@
+import click
+
+@click.command()
+def cli():
+    click.echo("launcher")
+
+def main():
+    cli()

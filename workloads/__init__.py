@@ -1,0 +1,1 @@
+"""Workload implementations; each module is imported only when its workload runs."""
