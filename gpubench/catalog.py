@@ -56,6 +56,7 @@ class WorkloadSpec:
     module: str | None = None  # gpubench.workloads.<x>; None while its code is not written
     cost: CostBasis | None = None
     via: Literal["job", "instance"] = "job"
+    weights: tuple[str, ...] = ()  # Hub repos the study loads; an image build arg can bake them in
     notes: str = ""
 
     @property
@@ -94,6 +95,7 @@ WORKLOADS.add("embed", WorkloadSpec(
     gpus="1 GPU, 4 GB", gpu_count=1, min_gpu_memory_gb=4, expected_minutes=6,
     dependencies={**TORCH, **TRANSFORMERS, "sentence-transformers": "5.7.0"},
     cost=CostBasis(metric="passages_per_s", unit="1M passages", per=1e6),
+    weights=("BAAI/bge-small-en-v1.5", "BAAI/bge-base-en-v1.5", "BAAI/bge-large-en-v1.5"),
 ))
 WORKLOADS.add("cold-start", WorkloadSpec(
     name="cold-start",
@@ -103,6 +105,7 @@ WORKLOADS.add("cold-start", WorkloadSpec(
     gpus="1 GPU, 24 GB", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=6,
     dependencies={**TORCH, **TRANSFORMERS, "huggingface-hub": "0.36.2", "hf-xet": "1.7.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="total_s", unit="start", per=1, kind="seconds"),
+    weights=("Qwen/Qwen2.5-7B-Instruct",),
 ))
 WORKLOADS.add("whisper", WorkloadSpec(
     name="whisper",
@@ -113,6 +116,8 @@ WORKLOADS.add("whisper", WorkloadSpec(
     gpus="1 GPU, 32 GB", gpu_count=1, min_gpu_memory_gb=32, expected_minutes=30,
     dependencies={**TORCH, **TRANSFORMERS, "faster-whisper": "1.2.1", "ctranslate2": "4.8.4", "jiwer": "4.0.0"},
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
+    weights=("Systran/faster-whisper-large-v3", "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
+             "openai/whisper-large-v3"),
 ))
 WORKLOADS.add("finetune", WorkloadSpec(
     name="finetune",
@@ -123,6 +128,7 @@ WORKLOADS.add("finetune", WorkloadSpec(
     expected_minutes=25,
     dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},
     cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
+    weights=("Qwen/Qwen2.5-1.5B-Instruct",),
 ))
 WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     name="ollama-vs-vllm",
@@ -132,6 +138,7 @@ WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     gpus="1 GPU, 24 GB (A10 in the study)", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=20,
     dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+    weights=("Qwen/Qwen2.5-7B-Instruct",),
 ))
 WORKLOADS.add("sdxl", WorkloadSpec(
     name="sdxl",
@@ -141,6 +148,7 @@ WORKLOADS.add("sdxl", WorkloadSpec(
     gpus="1 GPU, 16 GB", gpu_count=1, min_gpu_memory_gb=16, expected_minutes=20,
     dependencies={**TORCH, **TRANSFORMERS, "diffusers": "0.42.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="images_per_s", unit="1k images", per=1e3),
+    weights=("stabilityai/stable-diffusion-xl-base-1.0", "madebyollin/sdxl-vae-fp16-fix"),
 ))
 WORKLOADS.add("vllm-fp8", WorkloadSpec(
     name="vllm-fp8",
@@ -151,6 +159,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
     expected_minutes=15,
     dependencies={**VLLM},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+    weights=("Qwen/Qwen2.5-7B-Instruct",),
 ))
 WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     name="vllm-prefix-cache",
@@ -160,6 +169,7 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
     dependencies={**VLLM},
     cost=CostBasis(metric="requests_per_s", unit="1k requests", per=1e3),
+    weights=("Qwen/Qwen2.5-7B-Instruct",),
 ))
 WORKLOADS.add("ddp-scaling", WorkloadSpec(
     name="ddp-scaling",
@@ -188,4 +198,5 @@ WORKLOADS.add("vllm-serving", WorkloadSpec(
     gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
     dependencies={**VLLM},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
+    weights=("Qwen/Qwen2.5-7B-Instruct",),
 ))

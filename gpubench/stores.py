@@ -10,6 +10,7 @@ matches is skipped) and verified (Content-MD5 on the way in, ETag and sha256 rea
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -125,10 +126,9 @@ class S3Store:
             client.put_object(Bucket=self.bucket, Key=key, Body=b"")
         except Exception as exc:  # botocore raises many unrelated types; all mean "cannot write"
             raise StoreError(f"cannot write to {self.url}: {_describe(exc)}") from None
-        try:
+        # A store may allow put without delete; a leftover marker is harmless.
+        with contextlib.suppress(Exception):
             client.delete_object(Bucket=self.bucket, Key=key)
-        except Exception:  # noqa: S110 - a store may allow put without delete; the marker is harmless
-            pass
 
     def upload_run(self, run_dir: Path) -> dict[str, str]:
         """Upload every file of a run folder; returns {key: sha256}. Raises StoreError on failure."""
