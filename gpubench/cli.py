@@ -1,3 +1,269 @@
-def main():
-    import gpubench.workloads, gpubench.launcher.cli
-    print(gpubench.workloads.__file__)
+"""`gpubench`: list, run and store benchmarks on this machine.
+
+stdout carries only machine-readable output (JSON Lines records for `run`); people read stderr.
+Bad input is one line on stderr and exit code 2, before anything runs or is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from gpubench.catalog import WORKLOADS
+from gpubench.registry import UnknownName, pick
+
+EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT, EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class CliError(click.ClickException):
+    exit_code = EXIT_BAD_INPUT
+
+
+def default_results_dir() -> str:
+    """GPUBENCH_RESULTS_DIR; inside a Runcrate job, its output folder (kept as artifacts); else ./gpubench-results."""
+    from gpubench.stores import DEFAULT_RESULTS_DIR
+
+    if os.environ.get("GPUBENCH_RESULTS_DIR"):
+        return os.environ["GPUBENCH_RESULTS_DIR"]
+    if os.environ.get("RUNCRATE_OUTPUT_DIR"):
+        return str(Path(os.environ["RUNCRATE_OUTPUT_DIR"]) / DEFAULT_RESULTS_DIR)
+    return DEFAULT_RESULTS_DIR
+
+
+def _split_setups(values: tuple[str, ...]) -> list[str]:
+    return [s.strip() for v in values for s in v.split(",") if s.strip()]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpubench")
+def cli() -> None:
+    """Reproducible GPU benchmarks: the Runcrate studies as pinned, self-describing runs."""
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per workload.")
+def list_cmd(as_json: bool) -> None:
+    """The catalog: every study, its setups, the GPUs it needs and its image."""
+    rows = [{
+        "name": s.name, "implemented": s.implemented, "study": s.study, "setups": list(s.setups),
+        "gpus": s.gpus, "gpu_count": s.gpu_count, "image": s.image, "expected_minutes": s.expected_minutes,
+        "via": s.via,
+    } for s in WORKLOADS]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        state = "ready" if r["implemented"] else "NOT WRITTEN YET"
+        click.echo(f"{r['name']:<{width}}  {state:<15}  {r['image']}")
+        click.echo(f"{'':<{width}}  study:  {r['study']}")
+        click.echo(f"{'':<{width}}  setups: {', '.join(r['setups'])}")
+        click.echo(f"{'':<{width}}  gpus:   {r['gpus']}; about {r['expected_minutes']:g} min" + (
+            f"; runs via {r['via']}" if r["via"] != "job" else ""))
+
+
+@cli.command()
+def schema() -> None:
+    """The JSON Schema of the records `gpubench run` prints."""
+    from gpubench.schema import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+@cli.command()
+def env() -> None:
+    """The environment block a run on this machine would record."""
+    from gpubench import environment
+
+    click.echo(environment.collect().model_dump_json(indent=2))
+
+
+@cli.command()
+def images() -> None:
+    """Each workload's image reference (the launcher's default --image)."""
+    from gpubench.images import image_rows
+
+    for row in image_rows():
+        click.echo(json.dumps(row))
+
+
+@cli.command()
+@click.argument("workload")
+@click.option("--setups", "setups_opt", multiple=True, metavar="A,B", help="Setups to run (default: all).")
+@click.option("--smoke", is_flag=True, help="A tiny size that runs on a CPU in seconds, same code path.")
+@click.option("--repeats", type=int, default=1, show_default=True,
+              help="Runs per setup; summaries give median/min/max/CV.")
+@click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
+              help="Hourly GPU price, for cost per unit of output [env GPUBENCH_PRICE_USD_PER_HOUR].")
+@click.option("--store", default=None, metavar="URL",
+              help="s3://bucket/prefix to upload to (default: local folder only).")
+@click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a config field.")
+@click.option("--weights", type=click.Choice(["auto", "random", "real"]), default="auto", show_default=True,
+              help="auto: real weights when present, else say which are missing; random: build from config.")
+@click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
+@click.option("--docker", is_flag=True, help="Run the workload's image on this machine through Docker.")
+@click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
+@click.option("--cache-volume", default="gpubench-cache", show_default=True,
+              help="With --docker: the weights cache volume.")
+def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
+        cache_volume) -> None:
+    """Run WORKLOAD: each setup in a fresh process; records on stdout, a run folder on disk."""
+    from gpubench import runid, stores
+    from gpubench.runner import Runner, RunRequest
+    from gpubench.workload import build_config, load_module, parse_overrides
+
+    spec = WORKLOADS.get(workload)
+    setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
+    if repeats < 1:
+        raise CliError(f"--repeats must be at least 1 (got {repeats})")
+    if price is None and os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
+        try:
+            price = float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
+        except ValueError:
+            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
+    if price is not None and price <= 0:
+        raise CliError(f"--price must be a positive hourly price in USD (got {price})")
+    if weights == "real" and not spec.weights:
+        raise CliError(f"{workload} has no pretrained weights: the study builds its model from a config")
+    target = stores.parse_store(store)
+    results_dir = results_dir or default_results_dir()
+    stores.check_local_dir(results_dir)
+    run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
+    if not runid.is_run_id(run_id):
+        raise CliError(f"bad run id {run_id!r}")
+    if not docker:
+        module = load_module(spec)
+        config = build_config(module, smoke, parse_overrides(list(overrides)))
+    if target:
+        target.check_writable(run_id)
+
+    run_dir = stores.RunDir.create(results_dir, run_id)
+    if docker:
+        outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
+            workload, setups, smoke, repeats, price, overrides, weights, run_id))
+    else:
+        request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id, config=config,
+                             price_usd_per_hour=price, weights=weights)
+        outcome = Runner(request, run_dir).run(argv=_safe_argv(), store_url=target.url if target else None).status
+    run_dir.close()
+    click.echo(f"results: {run_dir.path}", err=True)
+    code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
+    if target:
+        ok, message = stores.deliver(run_dir.path, target)
+        click.echo(message, err=True)
+        if not ok and code == EXIT_OK:
+            code = EXIT_UPLOAD_FAILED
+    sys.exit(code)
+
+
+def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
+    """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
+    from gpubench.docker_run import DockerUnavailable, run_in_docker
+    from gpubench.images import image_ref
+    from gpubench.ingest import RecordStream
+
+    image = image or image_ref(spec)
+    run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
+                          "command": ["gpubench", *args]})
+    stream = RecordStream(run_dir)
+    passthrough = {"GPUBENCH_LAUNCHER": "docker", "GPUBENCH_IMAGE_DIGEST": os.environ.get("GPUBENCH_IMAGE_DIGEST", "")}
+    try:
+        exit_code = run_in_docker(spec, args, image=image, cache_volume=cache_volume,
+                                  env={k: v for k, v in passthrough.items() if v},
+                                  on_stdout_line=stream.feed, on_stderr_line=run_dir.log)
+    except DockerUnavailable as exc:
+        run_dir.close()
+        _remove_empty_run_dir(run_dir.path)
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        return "interrupted"
+    if stream.finished is None:
+        run_dir.log(f"[gpubench] container exited with {exit_code} before its run finished")
+        return "failed"
+    return stream.outcome
+
+
+def _remove_empty_run_dir(path: Path) -> None:
+    """Bad input found after the folder was made (no Docker engine): leave nothing half-written."""
+    for child in path.iterdir():
+        if child.stat().st_size:
+            return
+    for child in path.iterdir():
+        child.unlink()
+    path.rmdir()
+
+
+def _container_args(workload, setups, smoke, repeats, price, overrides, weights, run_id) -> list[str]:
+    args = ["run", workload, "--setups", ",".join(setups), "--repeats", str(repeats), "--weights", weights,
+            "--run-id", run_id]
+    if smoke:
+        args.append("--smoke")
+    if price:
+        args += ["--price", str(price)]
+    for pair in overrides:
+        args += ["--set", pair]
+    return args
+
+
+def _safe_argv() -> list[str]:
+    """The command line as given; gpubench takes no secrets as arguments."""
+    return ["gpubench", *sys.argv[1:]]
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix (default: where the run meant to go).")
+@click.option("--results-dir", default=None, help="Where to look for pending runs when none are named.")
+def upload(run_dirs, store, results_dir) -> None:
+    """Send runs whose upload failed (or any run folder) to S3; idempotent, verified by checksum."""
+    from gpubench import stores
+
+    explicit = stores.parse_store(store)
+    if not run_dirs:
+        root = Path(results_dir or default_results_dir())
+        pending = (p for p in root.glob("*/") if (stores.upload_state(p) or {}).get("status") == "pending")
+        run_dirs = tuple(sorted(pending))
+        if not run_dirs:
+            click.echo(f"nothing pending under {root}", err=True)
+            return
+    plan = []
+    for run_dir in run_dirs:
+        if not (run_dir / stores.RECORDS_FILE).is_file():
+            raise CliError(f"{run_dir} is not a gpubench run folder (no {stores.RECORDS_FILE})")
+        target = explicit or stores.parse_store((stores.upload_state(run_dir) or {}).get("store"))
+        if target is None:
+            raise CliError(f"{run_dir}: no store recorded for this run; pass --store s3://bucket/prefix")
+        plan.append((run_dir, target))
+    failed = 0
+    for run_dir, target in plan:
+        ok, message = stores.deliver(run_dir, target)
+        click.echo(message, err=True)
+        failed += not ok
+    if failed:
+        sys.exit(EXIT_UPLOAD_FAILED)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from gpubench.stores import StoreError
+    from gpubench.workload import ConfigError, NotImplementedWorkload
+
+    try:
+        cli.main(args=argv, prog_name="gpubench", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("gpubench: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        click.echo(f"gpubench: error: {exc.format_message()}".splitlines()[0], err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload) as exc:
+        click.echo(f"gpubench: error: {exc}".splitlines()[0], err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    sys.exit(EXIT_OK)

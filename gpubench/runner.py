@@ -1,0 +1,183 @@
+"""The local runner: every (setup, repeat) of a workload in its own fresh worker process.
+
+Data flow: runner -> worker (JSON job on stdin) -> records on the worker's stdout -> runner adds
+cost metrics -> RunDir (stdout + results.jsonl). Worker stderr goes to our stderr and run.log.
+A setup that fails or runs out of memory is a result row; the other setups still run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gpubench import __version__, environment
+from gpubench.catalog import WorkloadSpec
+from gpubench.schema import (
+    SCHEMA_VERSION,
+    Metric,
+    Progress,
+    RunFinished,
+    RunStarted,
+    SetupResult,
+    parse_record,
+    summarize_results,
+)
+from gpubench.stores import RunDir
+
+
+@dataclass
+class RunRequest:
+    spec: WorkloadSpec
+    setups: list[str]
+    repeats: int
+    smoke: bool
+    run_id: str
+    config: Any  # the workload module's Config instance
+    price_usd_per_hour: float | None = None
+    weights: Literal["auto", "random", "real"] = "auto"
+
+
+def cost_metrics(spec: WorkloadSpec, metrics: dict[str, Metric], usd_per_hour: float) -> dict[str, Metric]:
+    """$ per unit of output and units per $, from the workload's cost basis and an hourly price."""
+    basis = spec.cost
+    if basis is None or basis.metric not in metrics:
+        return {}
+    usd = basis.usd_per_unit(metrics[basis.metric].value, usd_per_hour)
+    if usd is None:
+        return {}
+    slug = basis.unit.replace(" ", "_")
+    return {
+        f"usd_per_{slug}": Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
+        f"{slug}_per_usd": Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
+    }
+
+
+def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
+    """Everything needed to explain (and repeat) a run; saved as config.json next to the results."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "gpubench_version": __version__,
+        "run_id": request.run_id,
+        "workload": request.spec.name,
+        "study": request.spec.study,
+        "setups": request.setups,
+        "repeats": request.repeats,
+        "smoke": request.smoke,
+        "weights": request.weights,
+        "price_usd_per_hour": request.price_usd_per_hour,
+        "config": dataclasses.asdict(request.config),
+        "environment": env.model_dump(),
+        "command": argv,
+        "store": store_url,
+    }
+
+
+class Runner:
+    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None):
+        self.request = request
+        self.run_dir = run_dir
+        self._echo = echo or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.results: list[SetupResult] = []
+
+    def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
+        req = self.request
+        env = environment.collect(req.spec.dependencies)
+        self.run_dir.write_config(run_config(req, env, argv, store_url))
+        config = dataclasses.asdict(req.config)
+        self.run_dir.record(RunStarted(
+            run_id=req.run_id, workload=req.spec.name, study=req.spec.study, setups=req.setups,
+            repeats=req.repeats, smoke=req.smoke, config=config, environment=env,
+        ))
+        started = time.perf_counter()
+        total = len(req.setups) * req.repeats
+        status = None
+        try:
+            for repeat in range(1, req.repeats + 1):
+                for setup in req.setups:
+                    done = len(self.results)
+                    self.run_dir.record(Progress(run_id=req.run_id, phase="setup", setup=setup, repeat=repeat,
+                                                 done=done, total=total))
+                    self._echo(f"[{done + 1}/{total}] {req.spec.name} {setup} (repeat {repeat})")
+                    result = self._run_one(setup, repeat, config)
+                    self.results.append(result)
+                    self.run_dir.record(result)
+                    self._echo(describe(result))
+        except KeyboardInterrupt:
+            status = "interrupted"
+        finished = RunFinished(
+            run_id=req.run_id, status=status or overall_status(self.results), duration_s=round(
+                time.perf_counter() - started, 3), summary=summarize_results(req.setups, self.results),
+        )
+        self.run_dir.record(finished)
+        return finished
+
+    def _run_one(self, setup: str, repeat: int, config: dict[str, Any]) -> SetupResult:
+        req = self.request
+        job = {"workload": req.spec.name, "setup": setup, "repeat": repeat, "run_id": req.run_id,
+               "config": config, "smoke": req.smoke, "weights": req.weights}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpubench.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1,
+        )
+        stderr_tail: list[str] = []
+        relay = threading.Thread(target=self._relay_stderr, args=(proc.stderr, setup, stderr_tail), daemon=True)
+        relay.start()
+        result = None
+        try:
+            proc.stdin.write(json.dumps(job))
+            proc.stdin.close()
+            for line in proc.stdout:
+                record = parse_record(line)
+                if isinstance(record, Progress):
+                    self.run_dir.record(record)
+                elif isinstance(record, SetupResult):
+                    result = record
+                elif line.strip():
+                    self.run_dir.log(f"[{setup}] {line.rstrip()}")
+            proc.wait()
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            relay.join(timeout=5)
+        if result is None:
+            reason = stderr_tail[-1] if stderr_tail else "no output"
+            result = SetupResult(run_id=req.run_id, setup=setup, repeat=repeat, status="error",
+                                 error=f"worker exited with code {proc.returncode} before reporting: {reason}"[:500])
+        if result.status == "ok" and req.price_usd_per_hour:
+            result.metrics.update(cost_metrics(req.spec, result.metrics, req.price_usd_per_hour))
+        return result
+
+    def _relay_stderr(self, stream, setup: str, tail: list[str]) -> None:
+        for line in stream:
+            line = line.rstrip("\n")
+            self.run_dir.log(f"[{setup}] {line}")
+            print(line, file=sys.stderr, flush=True)
+            if line.strip():
+                tail.append(line.strip())
+                del tail[:-20]
+
+
+def overall_status(results: list[SetupResult]) -> str:
+    ok = sum(r.status == "ok" for r in results)
+    if results and ok == len(results):
+        return "ok"
+    return "partial" if ok else "failed"
+
+
+def describe(result: SetupResult) -> str:
+    if result.status != "ok":
+        return f"  {result.setup}: {result.status.upper()} {result.error or ''}".rstrip()
+    shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in list(result.metrics.items())[:6])
+    return f"  {result.setup}: ok  {shown}"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
