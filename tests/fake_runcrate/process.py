@@ -1,0 +1,116 @@
+"""A bash command run as its own process group, its output handed on as it is written."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+OutputSink = Callable[[str, str], None]
+"""Called with (text, stream) for each fragment of output, stream being ``stdout`` or ``stderr``."""
+
+
+# Every process started for a fake machine carries this variable, so that the machine going
+# away can kill even those that left its process groups (setsid, double forks).
+MACHINE_MARKER = "FAKE_RUNCRATE_MACHINE"
+
+
+def command_environment(extra: Mapping[str, str], machine_id: str) -> dict[str, str]:
+    """This process's environment with ``extra`` over it, and the venv's bin first on PATH so
+    console scripts such as ``gpubench`` are found."""
+    env = dict(os.environ)
+    env.update(extra)
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([venv_bin, env.get("PATH", os.defpath)])
+    env[MACHINE_MARKER] = machine_id
+    return env
+
+
+def kill_machine(machine_id: str) -> None:
+    """SIGKILL every process started for that machine, wherever it went."""
+    needle = f"{MACHINE_MARKER}={machine_id}".encode() + b"\0"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a process group, as a machine going away would."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class BashProcess:
+    """``bash -c command`` in ``cwd`` on a fake machine; output fragments go to ``sink`` in the order read."""
+
+    def __init__(self, command: str, cwd: Path, env: dict[str, str], sink: OutputSink, machine_id: str) -> None:
+        self._machine_id = machine_id
+        self._popen = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self._sink_lock = threading.Lock()
+        self._readers = [
+            threading.Thread(target=self._pump, args=(self._popen.stdout, "stdout", sink), daemon=True),
+            threading.Thread(target=self._pump, args=(self._popen.stderr, "stderr", sink), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit status once the process was reaped (negative: killed by that signal)."""
+        return self._popen.returncode
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """The exit code, or None if still running after ``timeout_s``."""
+        try:
+            return self._popen.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def finish(self) -> int:
+        """Kill whatever is left of the machine's processes and drain the output; the exit code."""
+        kill_group(self._popen.pid)
+        kill_machine(self._machine_id)
+        code = self._popen.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return code
+
+    def _pump(self, pipe, stream: str, sink: OutputSink) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        fd = pipe.fileno()
+        try:
+            while True:
+                data = os.read(fd, 65536)
+                text = decoder.decode(data, final=not data)
+                if text:
+                    with self._sink_lock:
+                        sink(text, stream)
+                if not data:
+                    return
+        finally:
+            pipe.close()
