@@ -6,17 +6,18 @@ Agreement targets (issue 2): step time within 3%, peak memory within 0.1 GB.
 
 import json
 import sys
+from pathlib import Path
 
 STEP_TOLERANCE, MEMORY_TOLERANCE_GB = 0.03, 0.1
 
 
 def load(gpubench_path: str, study_path: str):
     ours, theirs = {}, {}
-    for line in open(gpubench_path):
+    for line in Path(gpubench_path).read_text().splitlines():
         record = json.loads(line)
         if record.get("kind") == "result":
             ours[record["setup"]] = record
-    for line in open(study_path):
+    for line in Path(study_path).read_text().splitlines():
         if line.startswith("{"):
             row = json.loads(line)
             theirs[f"{row['mode']}-{row['attn']}"] = row

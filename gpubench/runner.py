@@ -82,7 +82,7 @@ class Runner:
     def __init__(self, request: RunRequest, run_dir: RunDir, echo=None):
         self.request = request
         self.run_dir = run_dir
-        self._echo = echo or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
@@ -116,6 +116,11 @@ class Runner:
         )
         self.run_dir.record(finished)
         return finished
+
+    def _echo(self, text: str) -> None:
+        """What a person reads: printed to stderr and kept in run.log."""
+        self._print(text)
+        self.run_dir.log(text)
 
     def _run_one(self, setup: str, repeat: int, config: dict[str, Any]) -> SetupResult:
         req = self.request

@@ -16,7 +16,8 @@ from gpubench.catalog import WORKLOADS
 from gpubench.schema import Metric, Progress, SetupResult, to_line
 from gpubench.workload import SetupContext, config_from_dict, load_module
 
-OOM_MARKERS = ("out of memory", "cuda error: out of memory", "cublas_status_alloc_failed", "outofmemoryerror")
+# CUDA's and the CPU allocator's ways of saying the setup did not fit.
+OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "outofmemoryerror", "can't allocate memory")
 
 
 def is_oom(exc: BaseException) -> bool:

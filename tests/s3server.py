@@ -23,6 +23,7 @@ from pathlib import Path
 
 ACCESS_KEY = "gpubenchtestaccess"
 SECRET_KEY = "gpubench-test-secret-4f9c2a"  # tests scan every output for this string
+READONLY_ACCESS_KEY, READONLY_SECRET_KEY = "gpubenchtestreader", "gpubench-reader-secret-77d1"
 GRPC_OFFSET = 10000
 
 
@@ -43,6 +44,9 @@ class S3Server:
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_EC2_METADATA_DISABLED": "true",
         }
+
+    def readonly_env(self) -> dict[str, str]:
+        return {**self.env(), "AWS_ACCESS_KEY_ID": READONLY_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": READONLY_SECRET_KEY}
 
     def client(self):
         import boto3
@@ -99,6 +103,10 @@ def start(timeout: float = 60.0) -> S3Server:
         "name": "gpubench-tests",
         "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+    }, {
+        "name": "gpubench-tests-readonly",
+        "credentials": [{"accessKey": READONLY_ACCESS_KEY, "secretKey": READONLY_SECRET_KEY}],
+        "actions": ["Read", "List"],
     }]}))
     ports = {name: _free_port() for name in ("master", "volume", "filer", "s3", "admin", "webdav")}
     cmd = [

@@ -1,0 +1,424 @@
+"""The workloads' Docker images: their references, their folders under images/, and the checks on them.
+
+Every workload in the catalog has `images/<name>/` with a Dockerfile, a requirements.in and a
+requirements.lock (exact versions with hashes, linux x86_64, Python 3.12). Folders whose name starts
+with "_" hold shared layer stacks (images/_layers/), not workloads. The check_* functions return
+findings that name a file and a line; the tests run them on the real tree and on small bad inputs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench.catalog import WORKLOADS, WorkloadSpec
+
+REPO = Path(__file__).resolve().parent.parent
+IMAGES = "images"
+BASE_LOCK = "images/_layers/base/requirements.lock"
+BASE_IMAGE_ARG = "BASE_IMAGE"  # the workload Dockerfiles' `FROM ${BASE_IMAGE}`: the Dockerfile.base stack
+CATALOG = "gpubench/catalog.py"
+CACHE_DIR = "/cache"  # the image's cache volume; HF_HOME lives under it
+HF_HOME = f"{CACHE_DIR}/huggingface"
+BAKED_WEIGHTS = "/opt/gpubench/weights"  # HF_HUB_CACHE of an image built with WEIGHTS=bake
+
+# Catalog dependencies that an image brings rather than a lock: the image repository whose tag is the version.
+FROM_IMAGE = {"vllm": "vllm/vllm-openai", "ollama": "ollama/ollama"}
+# Files a baked image does not need: other frameworks' exports of the same weights.
+BAKE_IGNORE = ["*.onnx", "*.onnx_data", "onnx/*", "openvino/*", "*.msgpack", "*.h5", "*.ot", "*.tflite",
+               "coreml/*", "flax_model*", "tf_model*", "rust_model*"]
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_REQUIREMENT = re.compile(rf"^({_NAME})(\[[^\]]*\])?\s*([^;]*?)\s*(;.*)?$")
+_HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str  # normalized
+    version: str | None  # None unless pinned with ==
+    spec: str
+    hashes: int
+    line: int
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _logical_lines(text: str, comment_in_continuation: bool = False):
+    """(first line number, joined text) for each backslash-continued line."""
+    start, parts = None, []
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if parts and comment_in_continuation and stripped.startswith("#"):
+            continue  # Docker drops comment lines inside a continued instruction
+        if start is None:
+            start = number
+        if stripped.endswith("\\"):
+            parts.append(stripped[:-1])
+            continue
+        parts.append(stripped)
+        yield start, " ".join(p.strip() for p in parts).strip()
+        start, parts = None, []
+    if parts:
+        yield start, " ".join(parts).strip()
+
+
+# ---- requirements and locks ---------------------------------------------------------------------------------------
+
+def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[str, Pin], list[Finding]]:
+    """Requirements of a requirements.in or lock file, following `-r` includes."""
+    seen = _seen if _seen is not None else set()
+    pins: dict[str, Pin] = {}
+    findings: list[Finding] = []
+    where = _rel(path, root)
+    if path.resolve() in seen:
+        return pins, findings
+    seen.add(path.resolve())
+    for line, text in _logical_lines(path.read_text()):
+        text = re.sub(r"(^|\s)#.*$", "", text).strip()
+        if not text:
+            continue
+        if text.startswith(("-r ", "--requirement ")):
+            included = path.parent / text.split(None, 1)[1]
+            if not included.exists():
+                findings.append(Finding(where, line, f"includes {text.split(None, 1)[1]}, which does not exist"))
+                continue
+            more, problems = parse_requirements(included, root, seen)
+            pins.update({k: v for k, v in more.items() if k not in pins})
+            findings += problems
+            continue
+        if text.startswith("-"):
+            findings.append(Finding(where, line, f"option line not allowed here: {text.split()[0]}"))
+            continue
+        body = _HASH.sub("", text).strip()
+        match = _REQUIREMENT.match(body)
+        if not match:
+            findings.append(Finding(where, line, f"cannot read requirement {body!r}"))
+            continue
+        name, spec = normalize(match.group(1)), match.group(3).strip()
+        exact = re.fullmatch(r"===?\s*([A-Za-z0-9.+!_-]+)", spec)
+        if name in pins:
+            findings.append(Finding(where, line, f"{name} is listed twice (first on line {pins[name].line})"))
+            continue
+        pins[name] = Pin(name, exact.group(1) if exact else None, spec, len(_HASH.findall(text)), line)
+    return pins, findings
+
+
+def check_lock(lock: Path, requirements_in: Path | None = None, root: Path = REPO) -> list[Finding]:
+    """A lock is complete and hashed: every entry pinned with == and hashed, every input requirement present."""
+    where = _rel(lock, root)
+    if not lock.exists():
+        return [Finding(where, 1, "missing: run python tools/lock_images.py")]
+    pins, findings = parse_requirements(lock, root)
+    for pin in pins.values():
+        if pin.version is None:
+            findings.append(Finding(where, pin.line, f"{pin.name} is not pinned to one version "
+                                                     f"({pin.spec or 'any version'}); a lock pins ==X.Y.Z"))
+        elif not pin.hashes:
+            findings.append(Finding(where, pin.line, f"{pin.name}=={pin.version} has no --hash"))
+    if not pins:
+        findings.append(Finding(where, 1, "lock pins nothing"))
+    if requirements_in is not None and requirements_in.exists():
+        wanted, problems = parse_requirements(requirements_in, root)
+        findings += problems
+        for name, want in wanted.items():
+            have = pins.get(name)
+            source = f"{_rel(requirements_in, root)}:{want.line}"
+            if have is None:
+                findings.append(Finding(where, 1, f"{name} from {source} is missing from the lock"))
+            elif want.version and have.version and want.version != have.version:
+                findings.append(Finding(where, have.line, f"{name}=={have.version} but {source} asks for "
+                                                          f"=={want.version}"))
+    return findings
+
+
+def locked_versions(lock: Path) -> dict[str, str | None]:
+    if not lock.exists():
+        return {}
+    pins, _ = parse_requirements(lock, lock.parent)
+    return {name: pin.version for name, pin in pins.items()}
+
+
+# ---- Dockerfiles --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImageRef:
+    line: int
+    ref: str  # after ARG defaults are substituted
+    written: str  # as the Dockerfile has it
+    via: str  # "FROM" or "COPY --from"
+
+    @property
+    def repository(self) -> str:
+        name = self.ref.split("@", 1)[0]
+        return name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+
+    @property
+    def tag(self) -> str | None:
+        name = self.ref.split("@", 1)[0]
+        last = name.rsplit("/", 1)[-1]
+        return last.rsplit(":", 1)[1] if ":" in last else None
+
+    @property
+    def digest(self) -> str | None:
+        return self.ref.split("@", 1)[1] if "@" in self.ref else None
+
+
+def dockerfile_instructions(path: Path) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) for each instruction; heredoc bodies are skipped."""
+    out, heredoc = [], None
+    for line, text in _logical_lines(path.read_text(), comment_in_continuation=True):
+        if heredoc:
+            if text == heredoc:
+                heredoc = None
+            continue
+        if not text or text.startswith("#"):
+            continue
+        keyword, _, rest = text.partition(" ")
+        out.append((line, keyword.upper(), rest.strip()))
+        marker = re.search(r"<<-?[\"']?([A-Za-z_]+)[\"']?", rest)
+        if marker and keyword.upper() in ("RUN", "COPY"):
+            heredoc = marker.group(1)
+    return out
+
+
+def _substitute(text: str, args: dict[str, str | None]) -> str:
+    def value(match: re.Match) -> str:
+        name = match.group(1) or match.group(2)
+        found = args.get(name)
+        return found if found is not None else match.group(0)
+    return _VAR.sub(value, text)
+
+
+def image_refs(path: Path) -> list[ImageRef]:
+    """The external images a Dockerfile builds from (FROM) or copies from (COPY --from), ARG defaults applied."""
+    args: dict[str, str | None] = {}
+    stages: set[str] = set()
+    refs = []
+    for line, keyword, rest in dockerfile_instructions(path):
+        if keyword == "ARG":
+            for item in rest.split():
+                name, eq, default = item.partition("=")
+                if not eq and name in args:
+                    continue  # a re-declaration in a stage keeps the global default
+                args[name] = default.strip("\"'") if eq else None
+        elif keyword == "FROM":
+            words = [w for w in rest.split() if not w.startswith("--platform")]
+            written = words[0]
+            ref = _substitute(written, args)
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2].lower())
+            if ref.lower() not in stages and ref != "scratch":
+                refs.append(ImageRef(line, ref, written, "FROM"))
+        elif keyword == "COPY":
+            source = re.search(r"--from=(\S+)", rest)
+            if source and source.group(1).lower() not in stages and not source.group(1).isdigit():
+                refs.append(ImageRef(line, _substitute(source.group(1), args), source.group(1), "COPY --from"))
+    return refs
+
+
+_PIP_INSTALL = re.compile(r"\b(?:uv\s+)?pip3?\s+install\b(.*?)(?:&&|\|\||;|$)")
+_TAKES_VALUE = {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+                "--extra-index-url", "-f", "--find-links", "-t", "--target", "--python", "-p", "--prefix",
+                "--root", "--cache-dir", "--src", "--platform", "--python-version", "--python-platform"}
+
+
+def check_dockerfile(path: Path, root: Path = REPO) -> list[Finding]:
+    """Floating base images (no tag, or `latest`) and packages installed without an exact version."""
+    where = _rel(path, root)
+    if not path.exists():
+        return [Finding(where, 1, "missing")]
+    findings = []
+    for ref in image_refs(path):
+        shown = ref.written if ref.written == ref.ref else f"{ref.written} (= {ref.ref})"
+        if "$" in ref.ref:
+            findings.append(Finding(where, ref.line, f"{ref.via} {shown}: give the ARG a pinned default"))
+        elif ref.digest:
+            continue
+        elif ref.tag is None:
+            findings.append(Finding(where, ref.line, f"{ref.via} {shown} has no tag: pin a version"))
+        elif ref.tag == "latest":
+            findings.append(Finding(where, ref.line, f"{ref.via} {shown} uses a floating tag: pin a version"))
+    for line, keyword, rest in dockerfile_instructions(path):
+        if keyword != "RUN":
+            continue
+        for install in _PIP_INSTALL.finditer(rest):
+            words, skip = install.group(1).split(), False
+            for word in words:
+                if skip:
+                    skip = False
+                elif word.startswith("-"):
+                    skip = word in _TAKES_VALUE
+                elif word.startswith(("/", ".", "$", "\"$")) or "==" in word:
+                    continue
+                else:
+                    findings.append(Finding(where, line, f"installs {word.strip(chr(34) + chr(39))} without an exact "
+                                                         f"version (pin it with == or install from a lock)"))
+    return findings
+
+
+# ---- the workloads' folders ---------------------------------------------------------------------------------------
+
+def folder(spec: WorkloadSpec, root: Path = REPO) -> Path:
+    return root / IMAGES / spec.name
+
+
+def image_ref(spec: WorkloadSpec) -> str:
+    """The default image reference (GPUBENCH_IMAGE_REGISTRY overrides the registry)."""
+    return spec.image
+
+
+def uses_base(dockerfile: Path) -> bool:
+    return any(keyword == "FROM" and f"${{{BASE_IMAGE_ARG}}}" in rest
+               for _, keyword, rest in dockerfile_instructions(dockerfile))
+
+
+def _catalog_line(name: str, root: Path) -> int:
+    catalog = root / CATALOG
+    if catalog.exists():
+        for number, text in enumerate(catalog.read_text().splitlines(), 1):
+            if f'WORKLOADS.add("{name}"' in text:
+                return number
+    return 1
+
+
+def check_registry(names, root: Path = REPO) -> list[Finding]:
+    """Every registered workload has an image folder, and every folder belongs to a workload."""
+    findings = []
+    images = root / IMAGES
+    folders = {p.name for p in images.iterdir() if p.is_dir() and not p.name.startswith("_")} if images.is_dir() \
+        else set()
+    for name in names:
+        if name not in folders:
+            findings.append(Finding(CATALOG, _catalog_line(name, root),
+                                    f"workload {name!r} has no image: create {IMAGES}/{name}/"))
+    for name in sorted(folders - set(names)):
+        findings.append(Finding(f"{IMAGES}/{name}/Dockerfile", 1,
+                                f"{IMAGES}/{name}/ belongs to no workload in {CATALOG}"))
+    return findings
+
+
+def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]:
+    """One workload's folder: files present, Dockerfile pinned, lock complete, versions as the catalog declares."""
+    base = root / IMAGES / spec.name
+    rel = f"{IMAGES}/{spec.name}"
+    dockerfile, req_in, lock = base / "Dockerfile", base / "requirements.in", base / "requirements.lock"
+    findings = [Finding(f"{rel}/{p.name}", 1, "missing") for p in (dockerfile, req_in) if not p.exists()]
+    findings += check_lock(lock, req_in, root)
+    if not dockerfile.exists():
+        return findings
+    findings += check_dockerfile(dockerfile, root)
+    text = dockerfile.read_text()
+    if f"{rel}/requirements.lock" not in text:
+        findings.append(Finding(f"{rel}/Dockerfile", 1, f"does not install {rel}/requirements.lock"))
+    pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
+    refs = image_refs(dockerfile)
+    for dep, version in spec.dependencies.items():
+        provider = next((r for r in refs if r.repository.endswith(FROM_IMAGE.get(dep, "\0"))), None)
+        if provider is not None:
+            if (provider.tag or "").removeprefix("v") != version:
+                findings.append(Finding(f"{rel}/Dockerfile", provider.line, f"{provider.ref} but {CATALOG}:"
+                                        f"{_catalog_line(spec.name, root)} declares {dep} {version}"))
+            continue
+        pin = pins.get(normalize(dep))
+        if pin is None:
+            findings.append(Finding(f"{rel}/requirements.lock", 1, f"{dep} is not locked; {CATALOG}:"
+                                    f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
+        elif pin.version != version:
+            findings.append(Finding(f"{rel}/requirements.lock", pin.line, f"{dep}=={pin.version} but {CATALOG}:"
+                                    f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
+    if uses_base(dockerfile):
+        findings += check_same_stack(lock, root / BASE_LOCK, root)
+    return findings
+
+
+def check_same_stack(lock: Path, base_lock: Path, root: Path = REPO) -> list[Finding]:
+    """A lock installed over the base stack keeps every base pin, so nothing under it is reinstalled."""
+    if not lock.exists() or not base_lock.exists():
+        return []
+    pins, base = locked_versions(lock), parse_requirements(base_lock, root)[0]
+    where, findings = _rel(lock, root), []
+    for name, pin in base.items():
+        if pins.get(name) != pin.version:
+            got = f"{name}=={pins[name]}" if name in pins else f"no {name}"
+            findings.append(Finding(where, 1, f"{got} but the base stack "
+                                              f"{_rel(base_lock, root)}:{pin.line} pins =={pin.version}"))
+    return findings
+
+
+def image_rows(root: Path = REPO) -> list[dict]:
+    """One row per workload for `gpubench images`."""
+    rows = []
+    for spec in WORKLOADS:
+        lock = folder(spec, root) / "requirements.lock"
+        pins = locked_versions(lock)
+        dockerfile = folder(spec, root) / "Dockerfile"
+        refs = image_refs(dockerfile) if dockerfile.exists() else []
+        locked = {}
+        for dep in spec.dependencies:
+            provider = next((r for r in refs if r.repository.endswith(FROM_IMAGE.get(dep, "\0"))), None)
+            locked[dep] = (provider.tag or "").removeprefix("v") or None if provider else pins.get(normalize(dep))
+        rows.append({"name": spec.name, "image": image_ref(spec), "folder": f"{IMAGES}/{spec.name}",
+                     "implemented": spec.implemented, "locked": locked})
+    return rows
+
+
+# ---- baking weights into an image ---------------------------------------------------------------------------------
+
+def bake_weights(spec: WorkloadSpec, into: Path, cache: Path | None = None) -> list[str]:
+    """Download the workload's Hub repos into `into` (an HF_HUB_CACHE). Run by `docker build --build-arg
+    WEIGHTS=bake`; `cache` is a BuildKit cache mount, so a rebuild copies instead of downloading again."""
+    if not spec.weights:
+        return []
+    from huggingface_hub import list_repo_files, snapshot_download
+
+    store = cache or into
+    for repo in spec.weights:
+        ignore = list(BAKE_IGNORE)
+        if any(f.endswith(".safetensors") for f in list_repo_files(repo)):
+            ignore.append("*pytorch_model*.bin")
+        snapshot_download(repo, cache_dir=store, ignore_patterns=ignore)
+        if cache is not None:
+            name = "models--" + repo.replace("/", "--")
+            shutil.copytree(cache / name, into / name, symlinks=True, dirs_exist_ok=True)
+    return list(spec.weights)
+
+
+def main(argv: list[str]) -> int:
+    """python -m gpubench.images bake-weights NAME INTO [CACHE]"""
+    if len(argv) not in (3, 4) or argv[0] != "bake-weights":
+        print("usage: python -m gpubench.images bake-weights NAME INTO [CACHE]", file=sys.stderr)
+        return 2
+    spec = WORKLOADS.get(argv[1])
+    into = Path(argv[2])
+    into.mkdir(parents=True, exist_ok=True)
+    baked = bake_weights(spec, into, Path(argv[3]) if len(argv) == 4 else None)
+    print(f"baked {', '.join(baked)} into {into}" if baked else f"{spec.name} loads no weights; nothing baked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,44 @@
+"""Bad input: one line on stderr, exit code 2, and no run folder left behind."""
+
+import pytest
+from clirun import gpubench
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "nope"], "unknown workload 'nope'; valid: train-compile, embed"),
+    (["run", "train-compile", "--setups", "eager-sdpa,fast"],
+     "unknown setup of train-compile 'fast'; valid: eager-sdpa"),
+    (["run", "train-compile", "--repeats", "0"], "--repeats must be at least 1"),
+    (["run", "train-compile", "--price", "-1"], "--price must be a positive"),
+    (["run", "train-compile", "--store", "http://example.com/x"], "bad store URL"),
+    (["run", "train-compile", "--set", "batch=big"], "--set batch=big: expected int"),
+    (["run", "train-compile", "--set", "nosuch=1"], "unknown config field"),
+    (["run", "train-compile", "--weights", "real"], "no pretrained weights"),
+    (["run", "train-compile", "--frobnicate"], "No such option"),
+    (["run", "embed", "--smoke"], "'embed' is in the catalog but its code is not written yet"),
+    (["upload", "not-a-run"], "is not a gpubench run folder"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
+    result = gpubench(*args, cwd=tmp_path)
+    assert result.code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpubench: error: ") and says in lines[0]
+    assert result.stdout == ""
+    assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_missing_s3_credentials_fail_before_running(tmp_path, clean_aws_env):
+    result = gpubench("run", "train-compile", "--smoke", "--store", "s3://bucket/prefix", cwd=tmp_path)
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "gpubench: error: no S3 credentials for s3://bucket/prefix: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,"
+        " or AWS_PROFILE")
+    assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_an_unwritable_results_folder_fails_before_running(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # root can write anywhere, but not under a file
+    result = gpubench("run", "train-compile", "--smoke", "--results-dir", str(blocker / "results"), cwd=tmp_path)
+    assert result.code == 2 and "is not writable" in result.stderr
+    assert blocker.read_text() == "not a folder"

@@ -1,0 +1,37 @@
+"""A setup that does not fit or fails is a result row; the run goes on and says so in its exit code."""
+
+import pytest
+from clirun import gpubench
+
+from gpubench.worker import is_oom, one_line
+
+
+def test_a_setup_that_does_not_fit_is_an_oom_row_and_the_next_setup_still_runs(tmp_path):
+    # A 10^11-token vocabulary: the embedding alone would be 25 TB, which no allocator will give.
+    result = gpubench("run", "train-compile", "--smoke", "--setups", "eager-sdpa,eager-eager",
+                      "--set", "vocab_size=100000000000", cwd=tmp_path)
+    assert result.code == 1
+    rows = [r for r in result.records() if r["kind"] == "result"]
+    assert [(r["setup"], r["status"]) for r in rows] == [("eager-sdpa", "oom"), ("eager-eager", "oom")]
+    assert "allocate" in rows[0]["error"]
+    finished = result.records()[-1]
+    assert finished["status"] == "failed" and {s["status"] for s in finished["summary"]} == {"oom"}
+
+
+def test_an_error_is_an_error_row_with_a_one_line_message(tmp_path):
+    result = gpubench("run", "train-compile", "--smoke", "--setups", "eager-sdpa", "--set", "device=cuda:7",
+                      cwd=tmp_path)
+    assert result.code == 1
+    row = [r for r in result.records() if r["kind"] == "result"][0]
+    assert row["status"] == "error" and "\n" not in row["error"]
+    assert "Traceback" in result.stderr  # the whole story is in the raw log, not in the record
+
+
+def test_oom_classification():
+    torch = pytest.importorskip("torch")
+    assert is_oom(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    with pytest.raises(RuntimeError) as cpu:
+        torch.empty(10**14, dtype=torch.uint8)
+    assert is_oom(cpu.value)
+    assert not is_oom(ValueError("bad shape"))
+    assert one_line(RuntimeError("first line\nsecond")) == "RuntimeError: first line"
