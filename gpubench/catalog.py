@@ -187,6 +187,7 @@ WORKLOADS.add("first-matmul", WorkloadSpec(
     setups=("matmul",),
     gpus="any 1 GPU", gpu_count=1, min_gpu_memory_gb=1, expected_minutes=1,
     dependencies={**TORCH},
+    module="gpubench.workloads.first_matmul",
     via="instance",
     notes="the in-container step only; the launcher times create -> running -> SSH around it",
 ))

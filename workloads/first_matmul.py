@@ -1,0 +1,61 @@
+"""Launch to first matmul, the in-container part: import torch, create the CUDA context, one matmul.
+
+The study timed `x = torch.randn(4096, 4096, device='cuda'); y = x @ x; torch.cuda.synchronize()` in
+a fresh Python, "mostly CUDA context creation". The launcher (`gpubench-launch first-matmul`) times
+create -> API running -> first SSH around this step; here we report what happens inside the process.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from gpubench.workload import MetricDef, SetupContext
+
+
+@dataclass
+class Config:
+    size: int = 4096
+    device: str = "auto"  # cuda when available, else cpu
+    warm_repeats: int = 10
+
+
+SMOKE = {"size": 256, "warm_repeats": 3}
+
+METRICS = {
+    "import_torch_s": MetricDef("s", "lower"),
+    "first_matmul_s": MetricDef("s", "lower"),
+    "warm_matmul_ms": MetricDef("ms", "lower"),
+    "warm_tflops": MetricDef("TFLOP/s", "higher"),
+}
+
+SETUPS = {"matmul": None}
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    already_imported = "torch" in sys.modules
+    t0 = time.perf_counter()
+    import torch
+
+    import_s = time.perf_counter() - t0
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    ctx.progress("first_matmul")
+    t0 = time.perf_counter()
+    x = torch.randn(config.size, config.size, device=device)
+    y = x @ x
+    sync()
+    first = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    for _ in range(config.warm_repeats):
+        y = x @ x
+    sync()
+    warm = (time.perf_counter() - t0) / config.warm_repeats
+    del y
+    metrics = {"first_matmul_s": first, "warm_matmul_ms": warm * 1000, "warm_tflops": 2 * config.size**3 / warm / 1e12}
+    if not already_imported:
+        metrics["import_torch_s"] = import_s
+    return metrics
