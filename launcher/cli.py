@@ -1,8 +1,199 @@
+"""gpubench-launch: run a catalog benchmark on Runcrate GPUs, stream its results, store them.
+
+    gpubench-launch train-compile --gpu L40S                 one job, results in ./gpubench-results/<run-id>/
+    gpubench-launch whisper --gpu RTX5090 --gpu L40S         one job, L40S if no RTX5090 is free
+    gpubench-launch sdxl --gpu L40S --gpu H100 --each        one job per GPU type, in parallel
+    gpubench-launch embed --gpu L40S --dry-run               the plan, prices and expected cost only
+    gpubench-launch first-matmul --gpu L40S --gpu RTX5090    launch-to-first-matmul study (instances)
+    gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup
+
+Errors are one line on stderr with exit code 2; the other exit codes are listed in errors.py
+(0 all ok, 1 a setup not ok, 3 job failed, 4 limit reached, 5 launcher trouble, 130 interrupted).
+This module imports only click: the SDK, rich and asyncssh load when a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
 import click
 
-@click.command()
-def cli():
-    click.echo("launcher")
+EPILOG = ("Exit codes: 0 all ok; 1 job ok but a setup not ok; 2 bad input, nothing launched; 3 job failed or "
+          "timed out; 4 --max-cost/--max-minutes reached; 5 launcher trouble (results kept locally); 130 interrupted.")
 
-def main():
-    cli()
+
+class LaunchGroup(click.Group):
+    """`gpubench-launch WORKLOAD ...` is `gpubench-launch run WORKLOAD ...`."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return "run", self.commands["run"], args
+        return super().resolve_command(ctx, args)
+
+
+def launch_options(study: bool = False):
+    def decorate(f):
+        options = [
+            click.option("--gpu", "gpus", multiple=True, required=True, metavar="NAME[:N]",
+                         help="GPU type from /instances/types; repeat for fallbacks in order (or one run each "
+                              "with --each)."),
+            click.option("--smoke", is_flag=True, help="The workload's short smoke run."),
+            click.option("--store", metavar="s3://BUCKET/PREFIX",
+                         help="Also upload each run folder here (checked writable before launching)."),
+            click.option("--results-dir", default="gpubench-results", show_default=True,
+                         help="Local folder for run folders."),
+            click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+                         help="Cancel a run when its cost reaches this."),
+            click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), metavar="MIN",
+                         help="Cancel a run this long after it was submitted."),
+            click.option("--max-runtime-minutes", type=click.IntRange(1, 10080),
+                         help="The API's own safety net per attempt (default: from the workload)."),
+            click.option("--region", help="Only run in this region (id or prefix)."),
+            click.option("--dry-run", is_flag=True, help="Print the plan, prices and expected cost; launch nothing."),
+            click.option("-v", "--verbose", is_flag=True, help="Also print the job's non-record output."),
+            click.option("--job-command", hidden=True,
+                         help="Replace the job's command (for testing the launcher itself)."),
+        ]
+        if study:
+            options.append(click.option("--deployment", type=click.Choice(["container", "vm"]), default="container",
+                                        show_default=True, help="Instance deployment type to time."))
+        else:
+            options += [
+                click.option("--each", is_flag=True, help="One run per --gpu, in parallel."),
+                click.option("--via", type=click.Choice(["job", "instance"]),
+                             help="Runcrate jobs (default) or container instances over SSH."),
+                click.option("--setups", metavar="A,B", help="Only these setups."),
+                click.option("--repeats", type=click.IntRange(1, 100), help="Repeats per setup."),
+                click.option("--image", help="Container image (default: the workload's pinned image)."),
+                click.option("--capacity-wait", type=click.IntRange(0, 1440), metavar="MIN",
+                             help="How long a job may wait for a free GPU."),
+            ]
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+@click.group(cls=LaunchGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin)."""
+
+
+@cli.command("run", epilog=EPILOG)
+@click.argument("workload")
+@launch_options()
+def run_cmd(workload, **opts):
+    """Run WORKLOAD (a catalog name) on Runcrate: `gpubench-launch WORKLOAD --gpu L40S`."""
+    from gpubench.launcher.launch import LaunchOptions, launch
+
+    return launch(LaunchOptions(workload=workload, **opts))
+
+
+@cli.command("first-matmul", epilog=EPILOG)
+@launch_options(study=True)
+def first_matmul_cmd(**opts):
+    """Time launch -> API running -> first SSH -> first CUDA matmul, one instance per --gpu, in parallel."""
+    from gpubench.launcher.launch import LaunchOptions, launch
+
+    return launch(LaunchOptions(workload="first-matmul", each=True, via="instance", study="first-matmul", **opts))
+
+
+@cli.command("gpus")
+@click.option("--deployment", type=click.Choice(["container", "vm"]), help="Only this deployment type.")
+def gpus_cmd(deployment):
+    """List the GPU types on offer, with prices (GET /instances/types)."""
+    import asyncio
+
+    from gpubench.launcher.client import make_client
+    from gpubench.launcher.launch import fetch_types
+    from gpubench.launcher.redact import Redactor
+    from gpubench.launcher.show import print_types
+
+    async def go():
+        client = make_client()
+        try:
+            return await fetch_types(client, Redactor())
+        finally:
+            await client.close()
+
+    print_types(asyncio.run(go()), deployment)
+    return 0
+
+
+@cli.command("status")
+@click.argument("run_id")
+@click.option("--results-dir", default="gpubench-results", show_default=True)
+def status_cmd(run_id, results_dir):
+    """Where a run's job or instance stands."""
+    from gpubench.launcher.manage import status
+
+    return status(run_id, results_dir)
+
+
+@cli.command("logs")
+@click.argument("run_id")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
+@click.option("--results-dir", default="gpubench-results", show_default=True)
+def logs_cmd(run_id, follow, results_dir):
+    """Print a run's job output."""
+    from gpubench.launcher.manage import logs
+
+    return logs(run_id, follow, results_dir)
+
+
+@cli.command("cancel")
+@click.argument("run_id")
+def cancel_cmd(run_id):
+    """Cancel a run's job (or terminate its instance) and confirm it stopped."""
+    from gpubench.launcher.manage import cancel
+
+    return cancel(run_id)
+
+
+@cli.command("cleanup")
+@click.option("--all", "all_hosts", is_flag=True, help="Also stop runs launched from other hosts.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be stopped.")
+def cleanup_cmd(all_hosts, dry_run):
+    """Stop gpubench jobs and instances left live with no launcher attached (after a crash)."""
+    from gpubench.launcher.cleanup import cleanup
+
+    return cleanup(all_hosts, dry_run)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> None:
+    from gpubench.launcher.errors import BAD_INPUT, INTERRUPTED, LaunchError
+
+    try:
+        code = cli.main(args=argv, prog_name="gpubench-launch", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError:
+        code = _fail("give a workload or a command (see gpubench-launch --help)", BAD_INPUT)
+    except click.UsageError as exc:
+        where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+        code = _fail(exc.format_message() + where, BAD_INPUT)
+    except click.ClickException as exc:
+        code = _fail(exc.format_message(), exc.exit_code or BAD_INPUT)
+    except click.Abort:
+        code = INTERRUPTED
+    except LaunchError as exc:
+        code = _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("gpubench-launch: interrupted\n")
+        code = INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> int:
+    from gpubench.launcher.redact import Redactor
+
+    sys.stderr.write(f"gpubench-launch: error: {Redactor()(_one_line(message))}\n")
+    sys.stderr.flush()
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""`gpubench-launch <workload>`: check everything that can be checked before a machine is billed,
+then run one job (or instance) per run of the plan in parallel, and print the summary."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from gpubench.launcher import errors
+from gpubench.launcher.client import api_errors, describe, make_client
+from gpubench.launcher.errors import LaunchError
+from gpubench.launcher.redact import Redactor
+
+
+@dataclass
+class LaunchOptions:
+    workload: str
+    gpus: tuple[str, ...]
+    each: bool = False
+    via: str | None = None
+    setups: str | None = None
+    smoke: bool = False
+    repeats: int | None = None
+    store: str | None = None
+    results_dir: str = "gpubench-results"
+    max_cost: float | None = None
+    max_minutes: float | None = None
+    max_runtime_minutes: int | None = None
+    image: str | None = None
+    region: str | None = None
+    capacity_wait: int | None = None
+    deployment: str = "container"
+    dry_run: bool = False
+    verbose: bool = False
+    job_command: str | None = None
+    study: str | None = None
+
+
+def launch(options: LaunchOptions) -> int:
+    return asyncio.run(_launch(options))
+
+
+async def fetch_types(client, redact: Redactor) -> list:
+    try:
+        return await client.instances.list_types()
+    except api_errors() as exc:
+        raise LaunchError(f"cannot read /instances/types: {describe(exc, redact)}") from None
+
+
+async def _launch(o: LaunchOptions) -> int:
+    from gpubench.launcher.pace import Pace
+    from gpubench.launcher.plan import (
+        LaunchPlan,
+        new_runs,
+        resolve_gpu,
+        resolve_setups,
+        resolve_workload,
+        run_command,
+        safety_net_minutes,
+    )
+
+    from gpubench.stores import StoreError, check_local_dir, parse_store
+
+    redact = Redactor()
+    spec = resolve_workload(o.workload)
+    setups = resolve_setups(spec, o.setups)
+    via = o.via or spec.via
+    if not o.gpus:
+        raise LaunchError("give at least one --gpu (see gpubench-launch gpus for the list)")
+    try:
+        pace = Pace.from_env()
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from None
+    try:
+        store = parse_store(o.store)
+        if not o.dry_run:
+            check_local_dir(o.results_dir)
+    except StoreError as exc:
+        raise LaunchError(str(exc)) from None
+
+    # Instance calls are retried by the launcher itself, which counts the failures it meets.
+    client = make_client(max_retries=0 if via == "instance" else None)
+    try:
+        types = await fetch_types(client, redact)
+        deployment = o.deployment if via == "instance" else None
+        gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment) for g in o.gpus]
+        if via == "instance" and len({g.gpu_type for g in gpus}) < len(gpus) and o.each:
+            raise LaunchError("the same GPU twice with --each")
+        plan = LaunchPlan(
+            workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
+            image=o.image or spec.image,
+            command=o.job_command or run_command(spec, setups, o.smoke, o.repeats),
+            max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
+            runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
+            capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
+            store_url=store.url if store else None, results_dir=o.results_dir, study=o.study,
+        )
+        for run in plan.runs:
+            run.env = plan.env_for(run)
+        if o.dry_run:
+            from gpubench.launcher.show import print_plan
+
+            print_plan(plan)
+            return errors.OK
+        if store is not None:
+            try:
+                await asyncio.to_thread(store.check_writable, plan.runs[0].run_id)
+            except StoreError as exc:
+                raise LaunchError(redact(str(exc))) from None
+        return await run_plan(client, plan, pace, redact, store, o.verbose)
+    finally:
+        await client.close()
+
+
+async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
+    from gpubench.launcher.context import InterruptHandler, Launch
+    from gpubench.launcher.progress import ProgressView
+
+    view = ProgressView(verbose=verbose)
+    launch = Launch(client=client, plan=plan, pace=pace, view=view, redact=redact, store=store)
+    if plan.via == "instance":
+        from gpubench.launcher.instance import InstanceRun
+
+        runners = [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
+    else:
+        from gpubench.launcher.jobs import JobRun
+
+        runners = [JobRun(launch, run) for run in plan.runs]
+    for run in plan.runs:
+        view.add(run.run_id, run.label)
+    with InterruptHandler(launch):
+        view.start()
+        try:
+            results = await asyncio.gather(*(r.execute() for r in runners), return_exceptions=True)
+        finally:
+            view.stop()
+    outcomes = []
+    for runner, result in zip(runners, results, strict=True):
+        if isinstance(result, BaseException):
+            if isinstance(result, KeyboardInterrupt | SystemExit):
+                raise result
+            from gpubench.launcher.results import RunOutcome
+
+            result = RunOutcome(runner.run_id, errors.LAUNCHER_TROUBLE, "launcher error",
+                                message=redact(f"{type(result).__name__}: {result}"))
+        outcomes.append(result)
+    launched = [o for o in outcomes if o.launched]
+    if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
+        raise LaunchError(outcomes[0].message)
+    view.summary(outcomes)
+    return errors.combine([o.exit_code for o in outcomes])

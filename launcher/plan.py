@@ -1,0 +1,276 @@
+"""The launch plan: which workload and setups, on which GPUs at what price, with which image,
+command and environment. Built from catalog metadata and /instances/types only; nothing here runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubench.launcher.errors import LaunchError
+
+from gpubench import __version__
+from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.registry import UnknownName, pick
+from gpubench.runid import new_run_id
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_-]", "", name).lower()
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """One --gpu value resolved against /instances/types."""
+
+    requested: str  # as the user wrote it
+    gpu_type: str  # Runcrate's spelling
+    count: int
+    rows: tuple[Any, ...]  # matching InstanceType rows, cheapest first
+
+    @property
+    def price(self) -> float | None:
+        return self.rows[0].hourly_rate if self.rows else None
+
+    @property
+    def wire(self) -> str:
+        """The jobs API entry: NAME, or NAME:N for several GPUs."""
+        return self.gpu_type if self.count == 1 else f"{self.gpu_type}:{self.count}"
+
+
+def split_count(requested: str, default_count: int) -> tuple[str, int]:
+    name, sep, count_text = requested.strip().partition(":")
+    if not name:
+        raise LaunchError(f"bad --gpu {requested!r}: give a GPU name, e.g. L40S or A100-80GB:2")
+    if not sep:
+        return name, default_count
+    if not count_text.isdigit() or not 1 <= int(count_text) <= 8:
+        raise LaunchError(f"bad --gpu {requested!r}: the count after ':' must be 1 to 8")
+    return name, int(count_text)
+
+
+def match_gpu_name(name: str, types: list[Any]) -> str | None:
+    names = sorted({t.gpu_type for t in types})
+    if name in names:
+        return name
+    close = [n for n in names if _norm(n) == _norm(name)]
+    return close[0] if len(close) == 1 else None
+
+
+async def resolve_gpu(
+    client, requested: str, types: list[Any], default_count: int, deployment: str | None = None
+) -> GpuChoice:
+    """A --gpu value as Runcrate spells it, with its rows; unknown names fail listing the valid ones."""
+    name, count = split_count(requested, default_count)
+    gpu_type = match_gpu_name(name, types)
+    if gpu_type is None:
+        # The API may know other spellings (h100-sxm for H100): ask it before giving up.
+        from gpubench.launcher.client import api_errors
+
+        try:
+            rows = await client.instances.list_types(gpu_type=name)
+        except api_errors():
+            rows = []
+        known = {t.gpu_type for t in types}
+        aliases = {t.gpu_type for t in rows if t.gpu_type in known}
+        if len(aliases) == 1:
+            gpu_type = aliases.pop()
+    if gpu_type is None:
+        raise LaunchError(str(UnknownName("GPU", name, sorted({t.gpu_type for t in types}))))
+    rows = [t for t in types if t.gpu_type == gpu_type]
+    if deployment:
+        wanted = [t for t in rows if (t.deployment_type or "") == deployment]
+        if not wanted:
+            offered = sorted({t.gpu_type for t in types if (t.deployment_type or "") == deployment})
+            listed = ", ".join(offered) or "none"
+            raise LaunchError(f"no {deployment}-type {gpu_type} in /instances/types; {deployment} types: {listed}")
+        rows = wanted
+    exact = sorted((t for t in rows if t.gpu_count == count), key=lambda t: t.hourly_rate)
+    if not exact:
+        counts = ", ".join(str(c) for c in sorted({t.gpu_count for t in rows}))
+        raise LaunchError(f"no {gpu_type} with {count} GPU(s) in /instances/types; counts offered: {counts}")
+    return GpuChoice(requested=requested, gpu_type=gpu_type, count=count, rows=tuple(exact))
+
+
+def resolve_workload(name: str) -> WorkloadSpec:
+    try:
+        spec = WORKLOADS.get(name)
+    except UnknownName as exc:
+        raise LaunchError(str(exc)) from None
+    if not spec.implemented:
+        ready = ", ".join(w.name for w in WORKLOADS if w.implemented) or "none yet"
+        raise LaunchError(f"workload {name!r} is catalogued but not implemented yet; implemented: {ready}")
+    return spec
+
+
+def resolve_setups(spec: WorkloadSpec, setups: str | None) -> list[str] | None:
+    if not setups:
+        return None
+    requested = [s.strip() for s in setups.split(",") if s.strip()]
+    try:
+        return pick("setup", requested, spec.setups)
+    except UnknownName as exc:
+        raise LaunchError(f"{exc} (workload {spec.name})") from None
+
+
+def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repeats: int | None) -> str:
+    """The job's command: a plain `gpubench run` call (records on stdout, text on stderr)."""
+    args = ["gpubench", "run", spec.name]
+    if setups:
+        args += ["--setups", ",".join(setups)]
+    if smoke:
+        args.append("--smoke")
+    if repeats is not None:
+        args += ["--repeats", str(repeats)]
+    return shlex.join(args)
+
+
+def image_digest(image: str) -> str | None:
+    _, sep, digest = image.partition("@")
+    return digest if sep and digest.startswith("sha256:") else None
+
+
+@dataclass
+class RunPlan:
+    """One job (or instance): its run id and its GPU candidates, tried in order."""
+
+    run_id: str
+    candidates: list[GpuChoice]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gpu_requested(self) -> str:
+        return ",".join(c.requested for c in self.candidates)
+
+    @property
+    def label(self) -> str:
+        return "|".join(c.wire for c in self.candidates)
+
+    @property
+    def price(self) -> float | None:
+        """The hourly price, when every candidate has the same one (else unknown until it runs)."""
+        prices = {c.price for c in self.candidates}
+        return prices.pop() if len(prices) == 1 else None
+
+
+@dataclass
+class LaunchPlan:
+    workload: WorkloadSpec
+    setups: list[str] | None
+    smoke: bool
+    repeats: int | None
+    via: str  # job | instance
+    image: str
+    command: str
+    max_runtime_minutes: int
+    runs: list[RunPlan]
+    max_cost: float | None = None
+    max_minutes: float | None = None
+    capacity_wait_minutes: int | None = None
+    region: str | None = None
+    deployment: str | None = None
+    store_url: str | None = None
+    results_dir: str = "gpubench-results"
+    study: str | None = None  # first-matmul: the launcher times the launch itself
+
+    @property
+    def launcher_name(self) -> str:
+        return f"runcrate-{self.via}"
+
+    def env_for(self, run: RunPlan) -> dict[str, str]:
+        env = {
+            "GPUBENCH_RUN_ID": run.run_id,
+            "GPUBENCH_LAUNCHER": self.launcher_name,
+            "GPUBENCH_GPU_REQUESTED": run.gpu_requested,
+            "PYTHONUNBUFFERED": "1",
+        }
+        if run.price is not None:
+            env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{run.price:g}"
+        else:
+            env["GPUBENCH_PRICES_USD_PER_HOUR"] = ",".join(f"{c.wire}={c.price:g}" for c in run.candidates)
+        digest = image_digest(self.image)
+        if digest:
+            env["GPUBENCH_IMAGE_DIGEST"] = digest
+        return env
+
+    def tags(self, run: RunPlan, launcher_tag: str) -> dict[str, str]:
+        return {
+            "gpubench": "1",
+            "gpubench_run_id": run.run_id,
+            "gpubench_workload": self.workload.name,
+            "gpubench_launcher": launcher_tag,
+            "gpubench_version": __version__,
+        }
+
+    def job_spec(self, run: RunPlan, launcher_tag: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "name": f"gpubench-{run.run_id}",
+            "image": self.image,
+            "command": self.command,
+            "gpu_type": [c.wire for c in run.candidates],
+            "gpu_count": self.workload.gpu_count,
+            "max_runtime_minutes": self.max_runtime_minutes,
+            "env": run.env,
+            "tags": self.tags(run, launcher_tag),
+        }
+        if self.capacity_wait_minutes is not None:
+            spec["capacity_wait_minutes"] = self.capacity_wait_minutes
+        if self.region:
+            spec["region"] = self.region
+        return spec
+
+    def config(self, run: RunPlan) -> dict[str, Any]:
+        """config.json: the launch plan of one run (env names only, never values)."""
+        return {
+            "run_id": run.run_id,
+            "workload": self.workload.name,
+            "study": self.workload.study,
+            "setups": self.setups or list(self.workload.setups),
+            "smoke": self.smoke,
+            "repeats": self.repeats,
+            "via": self.via,
+            "launcher": self.launcher_name,
+            "launcher_version": __version__,
+            "gpus": [
+                {"requested": c.requested, "gpu_type": c.gpu_type, "count": c.count, "usd_per_hour": c.price,
+                 "instance_types": [t.id for t in c.rows]}
+                for c in run.candidates
+            ],
+            "image": self.image,
+            "command": self.command,
+            "env_keys": sorted(run.env),
+            "max_runtime_minutes": self.max_runtime_minutes,
+            "max_cost_usd": self.max_cost,
+            "max_minutes": self.max_minutes,
+            "capacity_wait_minutes": self.capacity_wait_minutes,
+            "region": self.region,
+            "deployment_type": self.deployment,
+            "store": self.store_url,
+        }
+
+    def expected_cost(self, run: RunPlan) -> float | None:
+        price = run.price if run.price is not None else (run.candidates[0].price if run.candidates else None)
+        return None if price is None else price * self.workload.expected_minutes / 60.0
+
+    def worst_cost(self, run: RunPlan) -> float | None:
+        prices = [c.price for c in run.candidates if c.price is not None]
+        if not prices:
+            return None
+        return max(prices) * self.max_runtime_minutes / 60.0
+
+
+def safety_net_minutes(spec: WorkloadSpec, max_minutes: float | None, override: int | None) -> int:
+    """The job's max_runtime_minutes: always set. The workload's default, or the user's, and never
+    far above --max-minutes, so a lost launcher still stops close to the user's limit."""
+    minutes = override if override is not None else spec.max_runtime_minutes
+    if max_minutes is not None:
+        minutes = min(minutes, math.ceil(max_minutes) + 2)
+    return max(1, min(10080, minutes))
+
+
+def new_runs(spec: WorkloadSpec, gpus: list[GpuChoice], each: bool) -> list[RunPlan]:
+    groups = [[g] for g in gpus] if each else [gpus]
+    return [RunPlan(run_id=new_run_id(spec.name), candidates=group) for group in groups]

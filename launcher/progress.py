@@ -1,0 +1,160 @@
+"""What a person sees on stderr: a live table per run (rich, on a terminal) or one line per event
+(elsewhere), and a summary table at the end. Records themselves go to stdout and the run folder."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from gpubench.schema import Progress, RunFinished, RunStarted, SetupResult
+
+
+@dataclass
+class RunLine:
+    run_id: str
+    gpu: str
+    status: str = "planned"
+    obtained: str = ""
+    region: str = ""
+    phase: str = ""
+    setups_done: int = 0
+    setups_total: int = 0
+    metrics: str = ""
+    cost_usd: float | None = None
+    started: float = field(default_factory=time.monotonic)
+    last_lines: list[str] = field(default_factory=list)
+
+
+def format_metrics(metrics: dict, limit: int = 2) -> str:
+    parts = []
+    for name, metric in list(metrics.items())[:limit]:
+        value = getattr(metric, "value", None)
+        if value is None:
+            value = getattr(metric, "median", None)
+        parts.append(f"{name}={value:.4g} {metric.unit}".rstrip())
+    return ", ".join(parts)
+
+
+class ProgressView:
+    def __init__(self, verbose: bool = False):
+        from rich.console import Console
+
+        probe = Console(stderr=True)
+        self.terminal = probe.is_terminal
+        self.console = probe if self.terminal else Console(stderr=True, width=200, highlight=False)
+        self.verbose = verbose
+        self.runs: dict[str, RunLine] = {}
+        self._live = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.terminal and self._live is None:
+            from rich.live import Live
+
+            self._live = Live(get_renderable=self._table, console=self.console, refresh_per_second=4,
+                              transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # --- events ----------------------------------------------------------------------------
+    def add(self, run_id: str, gpu: str) -> None:
+        self.runs[run_id] = RunLine(run_id=run_id, gpu=gpu)
+
+    def update(self, run_id: str, **fields) -> None:
+        run = self.runs[run_id]
+        changed_status = "status" in fields and fields["status"] != run.status
+        for key, value in fields.items():
+            setattr(run, key, value)
+        if changed_status and not self.terminal:
+            where = f" on {run.obtained}" if run.obtained else ""
+            self.say(run_id, f"{run.status}{where}")
+
+    def say(self, run_id: str | None, message: str) -> None:
+        prefix = f"[{run_id}] " if run_id else ""
+        self.console.print(f"gpubench-launch: {prefix}{message}", markup=False, highlight=False, soft_wrap=True)
+
+    def line(self, run_id: str, text: str) -> None:
+        run = self.runs[run_id]
+        run.last_lines = (run.last_lines + [text])[-3:]
+        if self.verbose:
+            self.console.print(f"[{run_id}] {text}", markup=False, highlight=False, soft_wrap=True)
+
+    def record(self, run_id: str, record) -> None:
+        run = self.runs[run_id]
+        if isinstance(record, RunStarted):
+            run.setups_total = len(record.setups) * max(1, record.repeats)
+            run.phase = "started"
+        elif isinstance(record, Progress):
+            run.phase = record.phase + (f" {record.setup}" if record.setup else "")
+            if not self.terminal and self.verbose:
+                self.say(run_id, f"phase {run.phase}")
+        elif isinstance(record, SetupResult):
+            run.setups_done += 1
+            run.metrics = format_metrics(record.metrics)
+            detail = run.metrics if record.status == "ok" else (record.error or "")[:120]
+            if not self.terminal:
+                self.say(run_id, f"setup {record.setup} #{record.repeat}: {record.status} {detail}".rstrip())
+        elif isinstance(record, RunFinished):
+            run.phase = f"finished {record.status}"
+
+    # --- rendering ---------------------------------------------------------------------------
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(title="gpubench-launch", expand=False)
+        for column in ("run", "GPU", "status", "phase", "setups", "latest", "cost $", "time"):
+            table.add_column(column, overflow="fold")
+        for run in self.runs.values():
+            elapsed = time.monotonic() - run.started
+            table.add_row(
+                run.run_id, run.obtained or run.gpu, run.status, run.phase,
+                f"{run.setups_done}/{run.setups_total or '?'}", run.metrics or (run.last_lines[-1][:60] if
+                                                                                 run.last_lines else ""),
+                "" if run.cost_usd is None else f"{run.cost_usd:.4f}", f"{elapsed:.0f}s",
+            )
+        return table
+
+    def summary(self, outcomes: list) -> None:
+        from rich.table import Table
+
+        self.stop()
+        table = Table(title="gpubench-launch summary")
+        for column in ("run", "GPU", "region", "job", "setups ok", "cost $", "time", "exit", "stored"):
+            table.add_column(column, overflow="fold")
+        for o in outcomes:
+            table.add_row(
+                o.run_id, o.gpu or "-", o.region or "-", o.status, f"{o.setups_ok}/{o.setups_total}",
+                "-" if o.cost_usd is None else f"{o.cost_usd:.4f}", f"{o.duration_s:.0f}s", str(o.exit_code),
+                o.stored or "-",
+            )
+        self.console.print(table)
+        rows = [(o, s) for o in outcomes for s in o.setups]
+        if rows:
+            results = Table(title="results")
+            for column in ("run", "setup", "status", "metrics (median)"):
+                results.add_column(column, overflow="fold")
+            for o, s in rows:
+                results.add_row(o.run_id, s["setup"], s["status"], s["metrics"])
+            self.console.print(results)
+        for o in outcomes:
+            if o.message:
+                self.say(o.run_id, o.message)
+
+
+def stdout_sink():
+    """Where records are echoed: stdout when it is piped (JSON Lines for a program), nowhere when it
+    is a terminal (the live view shows them, the run folder keeps them)."""
+    return _Discard() if sys.stdout.isatty() else sys.stdout
+
+
+class _Discard:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass

@@ -1,0 +1,116 @@
+"""A run's local folder (results.jsonl, run.log, config.json, job.json), its upload, and its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpubench.launcher import errors
+from gpubench.launcher.progress import ProgressView, format_metrics, stdout_sink
+from gpubench.launcher.redact import Redactor
+
+from gpubench.ingest import RecordStream
+from gpubench.stores import RunDir, S3Store, deliver
+
+JOB_FILE = "job.json"
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    exit_code: int
+    status: str  # the job's (or instance command's) final status, or what stopped it
+    gpu: str | None = None
+    region: str | None = None
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+    setups_ok: int = 0
+    setups_total: int = 0
+    stored: str | None = None
+    message: str = ""
+    launched: bool = True
+    setups: list[dict[str, str]] = field(default_factory=list)
+
+
+class RunFolder:
+    def __init__(self, results_dir: str, run_id: str, config: dict[str, Any], view: ProgressView,
+                 redact: Redactor):
+        self.run_id = run_id
+        self.view = view
+        self.redact = redact
+        self.dir = RunDir.create(results_dir, run_id, echo=stdout_sink())
+        self.dir.write_config(config)
+        self.stream = RecordStream(self.dir, on_record=lambda record: view.record(run_id, record))
+        self._closed = False
+
+    @property
+    def path(self):
+        return self.dir.path
+
+    def feed(self, line: str):
+        """One line of the job's output: a record (results.jsonl, stdout, the view) or text (run.log)."""
+        line = self.redact(line)
+        record = self.stream.feed(line)
+        if record is None:
+            self.view.line(self.run_id, line)
+        return record
+
+    def write_facts(self, facts: dict[str, Any]) -> None:
+        text = json.dumps(facts, indent=2, sort_keys=True, default=str)
+        (self.path / JOB_FILE).write_text(self.redact(text) + "\n")
+
+    def discard(self) -> None:
+        """Nothing was launched: leave no folder behind."""
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def close(self) -> None:
+        if not self._closed:
+            self.dir.close()
+            self._closed = True
+
+    async def store(self, store: S3Store | None) -> tuple[str, bool]:
+        """Close the folder and upload it; (where it is, whether that worked)."""
+        self.close()
+        if store is None:
+            return str(self.path), True
+        ok, message = await asyncio.to_thread(deliver, self.path, store)
+        if not ok:
+            self.view.say(self.run_id, self.redact(message))
+            return str(self.path), False
+        return f"{store.url}/{self.run_id}/", True
+
+    # --- what the records say ------------------------------------------------------------
+    def records_code(self) -> int:
+        """0 when a run_finished record said ok and every result is ok; 1 otherwise."""
+        stream = self.stream
+        if stream.finished is None or stream.finished.status != "ok" or not stream.results:
+            return errors.SETUPS_NOT_OK
+        if any(r.status != "ok" for r in stream.results):
+            return errors.SETUPS_NOT_OK
+        return errors.OK
+
+    def setup_rows(self) -> list[dict[str, str]]:
+        stream = self.stream
+        rows, summarized = [], set()
+        if stream.finished is not None:
+            for s in stream.finished.summary:
+                summarized.add(s.setup)
+                rows.append({"setup": s.setup, "status": s.status, "metrics": format_metrics(s.metrics, limit=3)})
+        for r in stream.results:
+            if r.setup not in summarized:  # repeats without a summary, or the launcher's own records
+                detail = format_metrics(r.metrics, limit=4) if r.status == "ok" else (r.error or "")[:120]
+                rows.append({"setup": f"{r.setup} #{r.repeat}", "status": r.status, "metrics": detail})
+        return rows
+
+    def setup_counts(self) -> tuple[int, int]:
+        stream = self.stream
+        if stream.finished is not None:
+            summary = stream.finished.summary
+            return sum(s.status == "ok" for s in summary), len(summary)
+        total = len(stream.started.setups) if stream.started else len({r.setup for r in stream.results})
+        ok = len({r.setup for r in stream.results if r.status == "ok"})
+        return ok, total

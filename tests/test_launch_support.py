@@ -1,0 +1,133 @@
+"""Shared helpers for the launcher tests (no tests here): the fake Runcrate started fast, the
+launcher run in-process or as a subprocess, and a job command that prints valid records.
+
+Import what a test needs: `from test_launch_support import fake, launcher_env, launch, emitter_command`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fake_runcrate import FakeRuncrate
+
+API_KEY = "rc_live_launcher-test-key-5f3a9c1e77"
+BIN = Path(sys.executable).parent
+FAST = {
+    "minute_s": 0.05,
+    "follow_hold_s": 1.0,
+    "queue_s": 0.05,
+    "start_s": 0.05,
+    "container_ready_s": 0.2,
+    "vm_ready_s": 0.4,
+}
+LAUNCHER_PACE = {
+    "GPUBENCH_POLL_S": "0.1",
+    "GPUBENCH_STREAM_GAP_S": "0.02",
+    "GPUBENCH_SSH_RETRY_S": "0.1",
+    "GPUBENCH_CONFIRM_TIMEOUT_S": "20",
+    "GPUBENCH_DRAIN_TIMEOUT_S": "10",
+}
+
+
+@pytest.fixture
+def fake():
+    with FakeRuncrate(api_key=API_KEY, **FAST) as running:
+        yield running
+
+
+@pytest.fixture
+def launcher_env(fake, monkeypatch, tmp_path):
+    """The process environment of an in-process launcher pointed at the fake, in its own folder."""
+    for name in [k for k in os.environ if k.startswith(("GPUBENCH_", "RUNCRATE_"))]:
+        monkeypatch.delenv(name)
+    env = {"RUNCRATE_API_KEY": API_KEY, "RUNCRATE_BASE_URL": fake.base_url,
+           "GPUBENCH_STATE_DIR": str(tmp_path / "state"), **LAUNCHER_PACE}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    return env
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
+
+
+def launch(capsys, *args: str) -> Result:
+    """`gpubench-launch ARGS` in this process; its exit code and output."""
+    from gpubench.launcher.cli import main
+
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return Result(code, out, err)
+
+
+def launcher_process(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """`gpubench-launch ARGS` as its own process (for signals and crashes)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GPUBENCH_", "RUNCRATE_"))}
+    clean.update(env)
+    return subprocess.Popen([str(BIN / "gpubench-launch"), *args], cwd=cwd, env=clean, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+EMITTER = r'''
+import json, os, sys, time
+from gpubench.schema import (Environment, Metric, Progress, RunFinished, RunStarted, SetupResult,
+                             summarize_results, to_line)
+spec = json.loads(sys.argv[1])
+rid = os.environ["GPUBENCH_RUN_ID"]
+def emit(record):
+    print(to_line(record), flush=True)
+env = Environment(python="3", platform="test", launcher=os.environ.get("GPUBENCH_LAUNCHER"),
+                  gpu_requested=os.environ.get("GPUBENCH_GPU_REQUESTED"))
+emit(RunStarted(run_id=rid, workload="train-compile", study="s", setups=spec["setups"], repeats=1,
+                smoke=True, config={}, environment=env))
+print("starting: some text for run.log", file=sys.stderr, flush=True)
+results = []
+for i, setup in enumerate(spec["setups"]):
+    emit(Progress(run_id=rid, phase="timed", setup=setup, done=i, total=len(spec["setups"])))
+    for n in range(spec.get("lines", 0)):
+        print(f"line {setup} {n} {time.time():.6f}", flush=True)
+    time.sleep(spec.get("sleep_s", 0))
+    status = spec.get("status", {}).get(setup, "ok")
+    r = SetupResult(run_id=rid, setup=setup, repeat=1, status=status,
+                    metrics={"tokens_per_s": Metric(value=1000.0 + i, unit="tokens/s", better="higher")}
+                    if status == "ok" else {}, error=None if status == "ok" else "boom")
+    results.append(r)
+    emit(r)
+if spec.get("hang_s"):
+    print("hanging", flush=True)
+    time.sleep(spec["hang_s"])
+summary = summarize_results(spec["setups"], results)
+emit(RunFinished(run_id=rid, status="ok" if all(r.status == "ok" for r in results) else "partial",
+                 duration_s=1.0, summary=summary))
+sys.exit(spec.get("exit", 0))
+'''
+
+
+def emitter_command(setups=("eager-sdpa", "compile-sdpa"), **spec) -> str:
+    """A job command printing valid records for $GPUBENCH_RUN_ID (and `lines` text lines per setup)."""
+    spec = {"setups": list(setups), **spec}
+    return f"python -c {shlex.quote(EMITTER)} {shlex.quote(json.dumps(spec))}"
+
+
+def run_folders(root: Path) -> list[Path]:
+    base = root / "gpubench-results"
+    return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
