@@ -12,9 +12,12 @@ export PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
 } | tee "$OUT/env.txt"
-gpubench run train-compile --results-dir /tmp/gpubench-results ${GPUBENCH_ARGS:-} >"$OUT/gpubench.jsonl" 2>"$OUT/gpubench.err"
+# Each side compiles from a cold inductor cache, so first-step times compare too.
+TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) \
+  gpubench run train-compile --results-dir /tmp/gpubench-results ${GPUBENCH_ARGS:-} >"$OUT/gpubench.jsonl" 2>"$OUT/gpubench.err"
 echo "gpubench exit: $?"
 cp /tmp/gpubench-results/*/config.json "$OUT/config.json"
+export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
 for setup in "eager sdpa" "compile sdpa" "eager eager" "compile eager"; do
   python3 benchmarks/study_scripts/train_compile_study.py $setup >>"$OUT/study.jsonl" 2>>"$OUT/study.err" || echo "study $setup failed"
 done

@@ -114,7 +114,8 @@ WORKLOADS.add("whisper", WorkloadSpec(
     setups=("fw-turbo-fp16-b16", "fw-large-v3-fp16-b16", "fw-large-v3-int8-b16", "hf-large-v3-fp16-b16",
             "fw-large-v3-fp16-seq"),
     gpus="1 GPU, 32 GB", gpu_count=1, min_gpu_memory_gb=32, expected_minutes=30,
-    dependencies={**TORCH, **TRANSFORMERS, "faster-whisper": "1.2.1", "ctranslate2": "4.8.4", "jiwer": "4.0.0"},
+    dependencies={**TORCH, **TRANSFORMERS, "accelerate": "1.15.0", "faster-whisper": "1.2.1", "ctranslate2": "4.8.4",
+                  "jiwer": "4.0.0"},
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
     weights=("Systran/faster-whisper-large-v3", "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
              "openai/whisper-large-v3"),
@@ -146,7 +147,7 @@ WORKLOADS.add("sdxl", WorkloadSpec(
     study="SDXL images per dollar on four GPUs: RTX A6000, L40S, RTX 5090 and H100, eager vs torch.compile",
     setups=("eager-b1", "eager-b4", "compile-b1", "compile-b4"),
     gpus="1 GPU, 16 GB", gpu_count=1, min_gpu_memory_gb=16, expected_minutes=20,
-    dependencies={**TORCH, **TRANSFORMERS, "diffusers": "0.42.1", "accelerate": "1.15.0"},
+    dependencies={**TORCH, "diffusers": "0.42.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="images_per_s", unit="1k images", per=1e3),
     weights=("stabilityai/stable-diffusion-xl-base-1.0", "madebyollin/sdxl-vae-fp16-fix"),
 ))

@@ -104,8 +104,9 @@ def images() -> None:
               help="s3://bucket/prefix to upload to (default: local folder only).")
 @click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a config field.")
-@click.option("--weights", type=click.Choice(["auto", "random", "real"]), default="auto", show_default=True,
-              help="auto: real weights when present, else say which are missing; random: build from config.")
+@click.option("--weights", type=click.Choice(["auto", "random"]), default="auto", show_default=True,
+              help="auto: the study's weights, found locally or an error naming the missing ones;"
+                   " random: build the models from their configs (same compute).")
 @click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
 @click.option("--docker", is_flag=True, help="Run the workload's image on this machine through Docker.")
 @click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
@@ -115,6 +116,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         cache_volume) -> None:
     """Run WORKLOAD: each setup in a fresh process; records on stdout, a run folder on disk."""
     from gpubench import runid, stores
+    from gpubench import weights as weight_store
     from gpubench.runner import Runner, RunRequest
     from gpubench.workload import build_config, load_module, parse_overrides
 
@@ -129,8 +131,6 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
             raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
     if price is not None and price <= 0:
         raise CliError(f"--price must be a positive hourly price in USD (got {price})")
-    if weights == "real" and not spec.weights:
-        raise CliError(f"{workload} has no pretrained weights: the study builds its model from a config")
     target = stores.parse_store(store)
     results_dir = results_dir or default_results_dir()
     stores.check_local_dir(results_dir)
@@ -140,6 +140,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     if not docker:
         module = load_module(spec)
         config = build_config(module, smoke, parse_overrides(list(overrides)))
+        weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
     if target:
         target.check_writable(run_id)
 
@@ -149,7 +150,8 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
             workload, setups, smoke, repeats, price, overrides, weights, run_id))
     else:
         request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id, config=config,
-                             price_usd_per_hour=price, weights=weights)
+                             price_usd_per_hour=price, weights=weights,
+                             weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
         outcome = Runner(request, run_dir).run(argv=_safe_argv(), store_url=target.url if target else None).status
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
@@ -160,6 +162,13 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         if not ok and code == EXIT_OK:
             code = EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _weights_needed(module, spec, setups, config) -> list[str]:
+    """The repos the chosen setups load: the module says when it knows better than the catalog."""
+    if hasattr(module, "weights_for"):
+        return list(dict.fromkeys(repo for setup in setups for repo in module.weights_for(setup, config)))
+    return list(spec.weights)
 
 
 def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
@@ -251,6 +260,7 @@ def upload(run_dirs, store, results_dir) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     from gpubench.stores import StoreError
+    from gpubench.weights import MissingWeights
     from gpubench.workload import ConfigError, NotImplementedWorkload
 
     try:
@@ -263,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"gpubench: error: {exc.format_message()}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload) as exc:
+    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload, MissingWeights) as exc:
         click.echo(f"gpubench: error: {exc}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
     sys.exit(EXIT_OK)

@@ -40,7 +40,8 @@ class RunRequest:
     run_id: str
     config: Any  # the workload module's Config instance
     price_usd_per_hour: float | None = None
-    weights: Literal["auto", "random", "real"] = "auto"
+    weights: Literal["auto", "random"] = "auto"
+    weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
 
 
 def cost_metrics(spec: WorkloadSpec, metrics: dict[str, Metric], usd_per_hour: float) -> dict[str, Metric]:
@@ -70,6 +71,7 @@ def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | 
         "repeats": request.repeats,
         "smoke": request.smoke,
         "weights": request.weights,
+        "weight_paths": request.weight_paths,
         "price_usd_per_hour": request.price_usd_per_hour,
         "config": dataclasses.asdict(request.config),
         "environment": env.model_dump(),
@@ -125,9 +127,11 @@ class Runner:
     def _run_one(self, setup: str, repeat: int, config: dict[str, Any]) -> SetupResult:
         req = self.request
         job = {"workload": req.spec.name, "setup": setup, "repeat": repeat, "run_id": req.run_id,
-               "config": config, "smoke": req.smoke, "weights": req.weights}
+               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths}
+        # -P: never import from the working directory, which may hold a source tree of gpubench
+        # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gpubench.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-P", "-m", "gpubench.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1,
         )
         stderr_tail: list[str] = []

@@ -70,7 +70,7 @@ def main() -> int:
         module = load_module(spec)
         config = config_from_dict(module, job["config"])
         ctx = SetupContext(run_id=run_id, setup=setup, repeat=repeat, smoke=job["smoke"], weights=job["weights"],
-                           progress=progress)
+                           progress=progress, weight_paths=job.get("weight_paths", {}))
         values = module.run_setup(setup, config, ctx)
         metrics = {}
         for name, value in values.items():

@@ -9,6 +9,9 @@ A workload module defines, at module level (and imports its heavy libraries insi
     METRICS: dict[str, MetricDef]   # every metric it may report, with unit and direction
     def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
+An optional `weights_for(setup, config) -> list[repo]` narrows the catalog's weights to what one
+setup loads; `ctx.weight_paths` maps each to a local folder (None with --weights random).
+
 `run_setup` runs one setup once, in a fresh process of its own (the runner's worker), and returns
 metric values by name. Running out of memory is reported by raising (the worker classifies the
 exception as `oom`); anything else raised is an `error` result. The catalog entry (catalog.py)
@@ -42,8 +45,9 @@ class SetupContext:
     setup: str
     repeat: int
     smoke: bool
-    weights: Literal["auto", "random", "real"]
+    weights: Literal["auto", "random"]
     progress: Callable[..., None]  # progress(phase, done=None, total=None, message=None)
+    weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> folder; None: random
 
 
 class ConfigError(ValueError):

@@ -13,7 +13,7 @@ from clirun import gpubench
     (["run", "train-compile", "--store", "http://example.com/x"], "bad store URL"),
     (["run", "train-compile", "--set", "batch=big"], "--set batch=big: expected int"),
     (["run", "train-compile", "--set", "nosuch=1"], "unknown config field"),
-    (["run", "train-compile", "--weights", "real"], "no pretrained weights"),
+    (["run", "train-compile", "--weights", "real"], "Invalid value for '--weights'"),
     (["run", "train-compile", "--frobnicate"], "No such option"),
     (["run", "embed", "--smoke"], "'embed' is in the catalog but its code is not written yet"),
     (["upload", "not-a-run"], "is not a gpubench run folder"),

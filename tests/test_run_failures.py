@@ -35,3 +35,13 @@ def test_oom_classification():
     assert is_oom(cpu.value)
     assert not is_oom(ValueError("bad shape"))
     assert one_line(RuntimeError("first line\nsecond")) == "RuntimeError: first line"
+
+
+def test_runs_from_a_folder_that_holds_a_gpubench_source_tree(tmp_path):
+    # The repo root holds gpubench/ without workloads/ inside (pyproject maps it): workers must not import it.
+    decoy = tmp_path / "gpubench"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('imported the decoy from the working directory')\n")
+    result = gpubench("run", "first-matmul", "--smoke", cwd=tmp_path)
+    assert result.code == 0, result.stderr[-2000:]
+    assert [r["status"] for r in result.records() if r["kind"] == "result"] == ["ok"]
