@@ -54,6 +54,7 @@ class Pin:
     spec: str
     hashes: int
     line: int
+    path: str  # the file it is listed in (a requirements.in may include others)
 
 
 def normalize(name: str) -> str:
@@ -123,7 +124,7 @@ def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[
         if name in pins:
             findings.append(Finding(where, line, f"{name} is listed twice (first on line {pins[name].line})"))
             continue
-        pins[name] = Pin(name, exact.group(1) if exact else None, spec, len(_HASH.findall(text)), line)
+        pins[name] = Pin(name, exact.group(1) if exact else None, spec, len(_HASH.findall(text)), line, where)
     return pins, findings
 
 
@@ -146,7 +147,7 @@ def check_lock(lock: Path, requirements_in: Path | None = None, root: Path = REP
         findings += problems
         for name, want in wanted.items():
             have = pins.get(name)
-            source = f"{_rel(requirements_in, root)}:{want.line}"
+            source = f"{want.path}:{want.line}"
             if have is None:
                 findings.append(Finding(where, 1, f"{name} from {source} is missing from the lock"))
             elif want.version and have.version and want.version != have.version:

@@ -1,0 +1,163 @@
+"""The real images/: one pinned, locked image per registered workload, as the catalog declares."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+
+from gpubench import __version__
+from gpubench.catalog import WORKLOADS
+from gpubench.images import (
+    BASE_LOCK,
+    REPO,
+    check_dockerfile,
+    check_lock,
+    check_registry,
+    check_workload_image,
+    dockerfile_instructions,
+    image_ref,
+    image_refs,
+    image_rows,
+    locked_versions,
+    parse_requirements,
+    uses_base,
+)
+
+SPECS = list(WORKLOADS)
+DOCKERFILES = [REPO / "Dockerfile.base", *(REPO / "images" / s.name / "Dockerfile" for s in SPECS)]
+VLLM = [s for s in SPECS if "vllm" in s.dependencies]
+
+
+def final_stage(path):
+    """The instructions after the last FROM."""
+    instructions = dockerfile_instructions(path)
+    last = max(i for i, (_, keyword, _) in enumerate(instructions) if keyword == "FROM")
+    return instructions[last + 1:]
+
+
+def test_every_registered_workload_has_an_image_and_every_image_a_workload():
+    assert [str(f) for f in check_registry(WORKLOADS.names())] == []
+    assert len(SPECS) == 12
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_workload_image_is_pinned_locked_and_matches_the_catalog(spec):
+    assert [str(f) for f in check_workload_image(spec)] == []
+
+
+def test_base_stack_is_pinned_and_locked():
+    assert [str(f) for f in check_dockerfile(REPO / "Dockerfile.base")] == []
+    lock = REPO / BASE_LOCK
+    assert [str(f) for f in check_lock(lock, lock.with_name("requirements.in"))] == []
+    assert locked_versions(lock)["torch"] == "2.8.0"
+
+
+def test_base_stack_is_cuda_12_8_on_ubuntu_24_04_with_gcc_uv_and_a_torch_assertion():
+    text = (REPO / "Dockerfile.base").read_text()
+    refs = {r.repository: r.tag for r in image_refs(REPO / "Dockerfile.base")}
+    assert refs["nvidia/cuda"].startswith("12.8.") and refs["nvidia/cuda"].endswith("-runtime-ubuntu24.04")
+    assert refs["ghcr.io/astral-sh/uv"]
+    assert re.search(r"apt-get install [^&]*\bgcc\b", text)
+    assert "torch.version.cuda == '12.8'" in text
+    assert re.search(r"^ARG CUDA_IMAGE=", text, re.M) and re.search(r"^ARG UV_IMAGE=", text, re.M)
+
+
+def test_every_lock_carries_gpubench_runtime_dependencies():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    shared, _ = parse_requirements(REPO / "images/_layers/gpubench.in")
+    assert declared <= set(shared)
+    for spec in SPECS:
+        locked = locked_versions(REPO / "images" / spec.name / "requirements.lock")
+        assert declared <= set(locked), f"images/{spec.name}/requirements.lock lacks {declared - set(locked)}"
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.parent.name if p.name == "Dockerfile" else p.name)
+def test_image_runs_gpubench_as_a_non_root_user_with_hf_home_on_the_cache_volume(path):
+    runtime = dockerfile_instructions(REPO / "Dockerfile.base") if uses_base(path) else dockerfile_instructions(path)
+    users = [rest for _, keyword, rest in runtime if keyword == "USER"]
+    own = [rest for _, keyword, rest in dockerfile_instructions(path) if keyword == "USER"]
+    assert users[-1] == "1000:1000" and own[-1] == "1000:1000"
+    assert ("ENTRYPOINT", '["gpubench"]') in [(k, r) for _, k, r in runtime]
+    assert ("VOLUME", '["/cache"]') in [(k, r) for _, k, r in runtime]
+    assert any(k == "ENV" and "HF_HOME=/cache/huggingface" in r for _, k, r in runtime)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_image_sets_its_name_version_and_commit_from_build_args(spec):
+    path = REPO / "images" / spec.name / "Dockerfile"
+    final = final_stage(path)
+    args = {r.split("=", 1)[0] for _, k, r in final if k == "ARG"}
+    env = " ".join(r for _, k, r in final if k == "ENV")
+    for var in ("GPUBENCH_IMAGE", "GPUBENCH_IMAGE_VERSION", "GPUBENCH_GIT_COMMIT"):
+        assert var in args and f"{var}=${{{var}}}" in env, f"images/{spec.name}/Dockerfile does not set {var}"
+    assert f"ARG GPUBENCH_IMAGE=ghcr.io/gpubench/{spec.name}" in path.read_text()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_weights_build_arg_bakes_the_workloads_models_into_the_hub_cache(spec):
+    text = (REPO / "images" / spec.name / "Dockerfile").read_text()
+    assert re.search(r"^ARG WEIGHTS=none$", text, re.M)
+    assert "FROM runtime AS weights-none" in text and "FROM runtime AS weights-bake" in text
+    assert f"-m gpubench.images bake-weights {spec.name} /opt/gpubench/weights" in text
+    assert "ENV HF_HUB_CACHE=/opt/gpubench/weights" in text
+    assert re.search(r"^FROM weights-\$\{WEIGHTS\}$", text, re.M)
+
+
+def test_torch_workloads_share_the_base_stack_of_this_version():
+    on_base = [s.name for s in SPECS if uses_base(REPO / "images" / s.name / "Dockerfile")]
+    assert sorted(on_base) == sorted(s.name for s in SPECS if s not in VLLM)
+    for name in on_base:
+        text = (REPO / "images" / name / "Dockerfile").read_text()
+        assert f"ARG BASE_IMAGE=ghcr.io/gpubench/base:{__version__}\n" in text
+    bake = (REPO / "images/_layers/docker-bake.hcl").read_text()
+    assert re.search(r'variable "VERSION" \{\s*default = "' + re.escape(__version__) + '"', bake)
+
+
+@pytest.mark.parametrize("spec", VLLM, ids=lambda s: s.name)
+def test_vllm_images_add_transformers_4_57_6_on_vllm_0_11_0(spec):
+    path = REPO / "images" / spec.name / "Dockerfile"
+    assert "vllm/vllm-openai:v0.11.0" in [r.ref for r in image_refs(path)]
+    locked = locked_versions(REPO / "images" / spec.name / "requirements.lock")
+    assert locked["transformers"] == "4.57.6"
+    assert "vllm" not in locked and "torch" not in locked  # the image brings them
+
+
+def test_ollama_image_copies_the_server_from_its_pinned_official_image():
+    path = REPO / "images/ollama-vs-vllm/Dockerfile"
+    refs = {r.repository: r.tag for r in image_refs(path)}
+    assert refs["ollama/ollama"] == WORKLOADS.get("ollama-vs-vllm").dependencies["ollama"]
+    assert "COPY --from=ollama /usr/bin/ollama /usr/bin/ollama" in path.read_text()
+
+
+def test_whisper_image_puts_torchs_cublas_and_cudnn_on_the_library_path():
+    text = (REPO / "images/whisper/Dockerfile").read_text()
+    env = next(line for line in text.splitlines() if line.startswith("ENV LD_LIBRARY_PATH="))
+    assert "site-packages/nvidia/cublas/lib" in env and "site-packages/nvidia/cudnn/lib" in env
+    assert "libcublas.so.12" in text  # checked at build time
+
+
+def test_build_context_holds_only_the_sources():
+    ignore = (REPO / ".dockerignore").read_text().split()
+    assert ignore[ignore.index("*"):][:1] == ["*"]
+    assert {"!gpubench/", "!workloads/", "!launcher/", "!images/", "!pyproject.toml"} <= set(ignore)
+
+
+def test_image_rows_list_every_workload_with_its_reference_and_locked_versions(monkeypatch):
+    monkeypatch.delenv("GPUBENCH_IMAGE_REGISTRY", raising=False)
+    rows = {row["name"]: row for row in image_rows()}
+    assert list(rows) == WORKLOADS.names()
+    assert rows["sdxl"]["image"] == f"ghcr.io/gpubench/sdxl:{__version__}"
+    assert rows["sdxl"]["folder"] == "images/sdxl"
+    assert rows["sdxl"]["locked"] == {"torch": "2.8.0", "diffusers": "0.42.1", "accelerate": "1.15.0"}
+    assert rows["ollama-vs-vllm"]["locked"] == {"vllm": "0.11.0", "ollama": "0.40.12", "openai": "2.6.1"}
+    for spec in SPECS:
+        assert rows[spec.name]["locked"] == spec.dependencies
+        assert rows[spec.name]["implemented"] == spec.implemented
+
+
+def test_image_reference_follows_the_registry_override(monkeypatch):
+    monkeypatch.setenv("GPUBENCH_IMAGE_REGISTRY", "registry.example:5000/bench/")
+    assert image_ref(WORKLOADS.get("embed")) == f"registry.example:5000/bench/embed:{__version__}"

@@ -1,0 +1,60 @@
+""".ci/lint: hadolint on every Dockerfile and actionlint on every workflow, failing on any finding."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LINT = REPO / ".ci" / "lint"
+
+GOOD_WORKFLOW = """name: ok
+on: push
+permissions:
+  contents: read
+jobs:
+  ok:
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo ok
+"""
+
+
+def lint(root: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(LINT), *([str(root)] if root else [])], capture_output=True, text=True,
+                          timeout=120)
+
+
+def tree(tmp_path: Path, dockerfile: str = "FROM ubuntu:24.04\nCMD [\"true\"]\n", workflow: str = GOOD_WORKFLOW):
+    (tmp_path / "images/bad").mkdir(parents=True)
+    (tmp_path / "images/bad/Dockerfile").write_text(dockerfile)
+    (tmp_path / ".github/workflows").mkdir(parents=True)
+    (tmp_path / ".github/workflows/ci.yml").write_text(workflow)
+    return tmp_path
+
+
+def test_repository_dockerfiles_and_workflows_lint_clean():
+    result = lint()
+    assert result.returncode == 0, result.stdout + result.stderr
+    dockerfiles = 1 + len([p for p in (REPO / "images").iterdir() if (p / "Dockerfile").exists()])
+    workflows = len(list((REPO / ".github/workflows").glob("*.yml")))
+    assert f"hadolint on {dockerfiles} Dockerfiles, actionlint on {workflows} workflows: clean" in result.stdout
+
+
+def test_a_small_clean_tree_passes(tmp_path):
+    result = lint(tree(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_floating_tag_fails_lint_naming_file_and_line(tmp_path):
+    result = lint(tree(tmp_path, dockerfile="FROM ubuntu:24.04\nRUN true\nFROM python:latest\n"))
+    assert result.returncode == 1
+    assert "./images/bad/Dockerfile:3 DL3007" in result.stdout
+
+
+def test_broken_workflow_fails_lint_naming_file_and_line(tmp_path):
+    broken = GOOD_WORKFLOW.replace("runs-on: ubuntu-24.04", "runs-on: ubuntu-24.04\n    step: []")
+    result = lint(tree(tmp_path, workflow=broken))
+    assert result.returncode == 1
+    assert ".github/workflows/ci.yml:8:5: unexpected key \"step\"" in result.stdout
+
