@@ -8,7 +8,9 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-from fake_runcrate.pytest_fixtures import client, fake, wait_until  # noqa: F401 - pytest fixtures
+from fake_runcrate import FakeRuncrate
+from fake_runcrate.pytest_fixtures import FAST, client, fake, wait_until  # noqa: F401 - pytest fixtures
+from runcrate import Runcrate
 
 
 @pytest.fixture
@@ -83,3 +85,14 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def test_with_ssh_early_sshd_answers_while_still_deploying(key):
+    with FakeRuncrate(**{**FAST, "container_ready_s": 2.0, "ssh_early": True}) as early, \
+            Runcrate(api_key=early.api_key, base_url=early.base_url) as sdk:
+        registered = sdk.ssh_keys.create(name="k", public_key=key.export_public_key().decode())
+        made = sdk.instances.create(name="box", ssh_key_id=registered.id, gpu_type="A4000")
+        deploying = wait_until(lambda: (i := sdk.instances.get(made.id)).model_extra["ssh_port"] and i)
+        assert deploying.status == "deploying"
+        asyncio.run(_log_in(deploying, key))
+        assert sdk.instances.get(made.id).status == "deploying"

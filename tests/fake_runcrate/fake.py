@@ -99,15 +99,17 @@ class FakeRuncrate:
         if self._stopped:
             return
         self._stopped = True
-        if self._server is not None:
-            self._server.stop_accepting()
-        self._board.stop()
-        self._fleet.stop()
-        if self._server is not None:
-            self._server.close_everything()
-        self._ssh_hub.stop()
-        if self._owns_root:
-            shutil.rmtree(self.workspace_root, ignore_errors=True)
+        try:
+            if self._server is not None:
+                self._server.stop_accepting()
+            self._board.stop()
+            self._fleet.stop()
+            if self._server is not None:
+                self._server.close_everything()
+            self._ssh_hub.stop()
+        finally:
+            if self._owns_root:
+                shutil.rmtree(self.workspace_root, ignore_errors=True)
 
     def __enter__(self) -> FakeRuncrate:
         return self.start()

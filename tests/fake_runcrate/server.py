@@ -34,6 +34,7 @@ class _DropConnection(Exception):
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128
 
     def __init__(self, router: Router, faults: FaultPlan, api_key: str) -> None:
         self.router = router
