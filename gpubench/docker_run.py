@@ -108,9 +108,8 @@ def ensure_image(client, image: str, say: Callable[[str], None]) -> None:
     except docker.errors.ImageNotFound:
         pass
     say(f"[gpubench] pulling {image}")
-    repository, tag = docker.utils.parse_repository_tag(image)
     try:
-        client.images.pull(repository, tag=tag or None)
+        client.images.pull(image)
     except docker.errors.APIError as exc:
         raise DockerUnavailable(f"cannot pull {image} ({exc.explanation or exc})",
                                 "build it with docker buildx bake (images/_layers/docker-bake.hcl) or pass --image"
