@@ -292,6 +292,16 @@ def image_ref(spec: WorkloadSpec) -> str:
     return spec.image
 
 
+def _provider(dependency: str, refs: list[ImageRef]) -> ImageRef | None:
+    """The image a dependency comes from (vllm from vllm/vllm-openai), if the Dockerfile uses one."""
+    repository = FROM_IMAGE.get(dependency)
+    return next((r for r in refs if repository and r.repository.endswith(repository)), None)
+
+
+def _image_version(ref: ImageRef) -> str | None:
+    return (ref.tag or "").removeprefix("v") or None
+
+
 def uses_base(dockerfile: Path) -> bool:
     return any(keyword == "FROM" and f"${{{BASE_IMAGE_ARG}}}" in rest
                for _, keyword, rest in dockerfile_instructions(dockerfile))
@@ -338,9 +348,9 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
     pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
     refs = image_refs(dockerfile)
     for dep, version in spec.dependencies.items():
-        provider = next((r for r in refs if r.repository.endswith(FROM_IMAGE.get(dep, "\0"))), None)
+        provider = _provider(dep, refs)
         if provider is not None:
-            if (provider.tag or "").removeprefix("v") != version:
+            if _image_version(provider) != version:
                 findings.append(Finding(f"{rel}/Dockerfile", provider.line, f"{provider.ref} but {CATALOG}:"
                                         f"{_catalog_line(spec.name, root)} declares {dep} {version}"))
             continue
@@ -380,8 +390,8 @@ def image_rows(root: Path = REPO) -> list[dict]:
         refs = image_refs(dockerfile) if dockerfile.exists() else []
         locked = {}
         for dep in spec.dependencies:
-            provider = next((r for r in refs if r.repository.endswith(FROM_IMAGE.get(dep, "\0"))), None)
-            locked[dep] = (provider.tag or "").removeprefix("v") or None if provider else pins.get(normalize(dep))
+            provider = _provider(dep, refs)
+            locked[dep] = _image_version(provider) if provider else pins.get(normalize(dep))
         rows.append({"name": spec.name, "image": image_ref(spec), "folder": f"{IMAGES}/{spec.name}",
                      "implemented": spec.implemented, "locked": locked})
     return rows

@@ -10,7 +10,9 @@ import pytest
 from gpubench import __version__
 from gpubench.catalog import WORKLOADS
 from gpubench.images import (
+    BAKED_WEIGHTS,
     BASE_LOCK,
+    HF_HOME,
     REPO,
     check_dockerfile,
     check_lock,
@@ -82,7 +84,7 @@ def test_image_runs_gpubench_as_a_non_root_user_with_hf_home_on_the_cache_volume
     assert users[-1] == "1000:1000" and own[-1] == "1000:1000"
     assert ("ENTRYPOINT", '["gpubench"]') in [(k, r) for _, k, r in runtime]
     assert ("VOLUME", '["/cache"]') in [(k, r) for _, k, r in runtime]
-    assert any(k == "ENV" and "HF_HOME=/cache/huggingface" in r for _, k, r in runtime)
+    assert any(k == "ENV" and f"HF_HOME={HF_HOME}" in r for _, k, r in runtime)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
@@ -101,8 +103,8 @@ def test_weights_build_arg_bakes_the_workloads_models_into_the_hub_cache(spec):
     text = (REPO / "images" / spec.name / "Dockerfile").read_text()
     assert re.search(r"^ARG WEIGHTS=none$", text, re.M)
     assert "FROM runtime AS weights-none" in text and "FROM runtime AS weights-bake" in text
-    assert f"-m gpubench.images bake-weights {spec.name} /opt/gpubench/weights" in text
-    assert "ENV HF_HUB_CACHE=/opt/gpubench/weights" in text
+    assert f"-m gpubench.images bake-weights {spec.name} {BAKED_WEIGHTS} " in text
+    assert f"ENV HF_HUB_CACHE={BAKED_WEIGHTS}\n" in text
     assert re.search(r"^FROM weights-\$\{WEIGHTS\}$", text, re.M)
 
 
