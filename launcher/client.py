@@ -14,14 +14,14 @@ from gpubench.launcher.redact import Redactor
 
 # What a key looks like: the SDK insists on the prefix; anything else here (spaces, a newline)
 # would end up in an HTTP header error message, so it is refused first.
-_KEY = re.compile(r"^rc_live_[A-Za-z0-9._~+/=-]+$")
+_KEY = re.compile(r"rc_live_[A-Za-z0-9._~+/=-]+")
 
 
 def api_key() -> str:
     key = os.environ.get("RUNCRATE_API_KEY", "")
     if not key:
         raise LaunchError("RUNCRATE_API_KEY is not set: create an API key in the Runcrate console and export it")
-    if not _KEY.match(key):
+    if not _KEY.fullmatch(key):
         raise LaunchError("RUNCRATE_API_KEY is malformed: a Runcrate API key starts with rc_live_ and has no spaces")
     return key
 

@@ -83,8 +83,9 @@ def retry_after_s(exc: BaseException) -> float | None:
 class LogFollower:
     def __init__(
         self, client, job_id: str, on_line: Callable[[str], None], pace: Pace, redact: Redactor,
-        on_page: Callable[[object], None] | None = None,
+        on_page: Callable[[object], None] | None = None, follow: bool = True,
     ):
+        self.follow = follow
         self.client = client
         self.job_id = job_id
         self.pace = pace
@@ -96,15 +97,16 @@ class LogFollower:
         self.errors = ErrorClock(pace)
         self.done = False
         self.truncated = False
-        self.lines = LineAssembler(lambda line: on_line(self.redact(line)))
+        self._on_line = on_line
+        self.streams: dict[str | None, LineAssembler] = {}
 
     async def run(self) -> None:
-        """Read until the job ended and all its output was read."""
+        """Read until the job ended and all its output was read (without follow: until what exists was read)."""
         while True:
             started = time.monotonic()
             self.requests += 1
             try:
-                page = await self.client.jobs.logs(self.job_id, after=self.cursor, follow=True)
+                page = await self.client.jobs.logs(self.job_id, after=self.cursor, follow=self.follow)
             except api_errors() as exc:
                 await self.errors.failed(exc, self.redact)
                 continue
@@ -114,23 +116,32 @@ class LogFollower:
                     if chunk.seq <= self.last_seq:
                         continue  # already read (a server answering from an older cursor)
                     self.last_seq = chunk.seq
-                self.lines.feed(chunk.text)
+                self._assembler(chunk).feed(chunk.text)
             self.cursor = max(self.cursor, page.cursor)
             self.truncated = self.truncated or page.truncated
             if self.on_page:
                 self.on_page(page)
-            if page.done:
-                self.lines.flush()
-                self.done = True
+            if page.done or (not self.follow and not page.chunks):
+                for assembler in self.streams.values():
+                    assembler.flush()
+                self.done = page.done
                 return
             gap = self.pace.stream_gap_s if page.chunks else self.pace.idle_gap_s
             wait = gap - (time.monotonic() - started)
             if wait > 0:
                 await asyncio.sleep(wait)
 
+    def _assembler(self, chunk) -> LineAssembler:
+        """Lines are put together per stream when the API says which one a chunk came from, so a
+        stderr fragment written between the two halves of a stdout line cannot split a record."""
+        stream = (chunk.model_extra or {}).get("stream") if chunk.seq is not None else None
+        if stream not in self.streams:
+            self.streams[stream] = LineAssembler(lambda line: self._on_line(self.redact(line)))
+        return self.streams[stream]
+
     def stats(self) -> dict:
         return {
             "log_requests": self.requests, "log_errors": self.errors.count,
             "rate_limited": self.errors.rate_limited, "cursor": self.cursor,
-            "lines": self.lines.lines, "complete": self.done, "truncated": self.truncated,
+            "lines": sum(a.lines for a in self.streams.values()), "complete": self.done, "truncated": self.truncated,
         }

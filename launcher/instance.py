@@ -5,9 +5,10 @@ Timeline, in seconds after the create call returned (the first-matmul study read
 create -> API running (status running with an IP; polled every poll_s) -> first SSH (`echo ok`,
 retried every ssh_retry_s once there is an IP) -> first result record seen by the launcher.
 
-The launch script writes the command's combined output to ~/gpubench/<run-id>/output.log and its
-exit code to .../exit_code, so the command keeps going if SSH drops; the launcher reads the file
-from its last byte offset after a reconnect (no line lost or repeated).
+The launch script writes the command's stdout and stderr to ~/gpubench/<run-id>/{stdout,stderr}.log
+(apart, so a stderr write cannot split a record line) and its exit code to .../exit_code, so the
+command keeps going if SSH drops; the launcher reads each file from its last byte offset after a
+reconnect (no line lost or repeated).
 """
 
 from __future__ import annotations
@@ -53,21 +54,23 @@ def launch_script(run_id: str, command: str, env: dict[str, str]) -> str:
 d="{d}"
 mkdir -p "$d"
 {exports}
-( cd "$d" && exec bash -c {shlex.quote(command)} ) > "$d/output.log" 2>&1 < /dev/null &
+( cd "$d" && exec bash -c {shlex.quote(command)} ) > "$d/stdout.log" 2> "$d/stderr.log" < /dev/null &
 echo $! > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"
 wait $!
 echo $? > "$d/exit_code.tmp" && mv "$d/exit_code.tmp" "$d/exit_code"
 """
 
 
-def stream_command(run_id: str, offset: int) -> str:
-    """Print the output from byte `offset` on as it grows; exit with the command's exit code."""
+def stream_command(run_id: str, stream: str, offset: int) -> str:
+    """Print stdout.log or stderr.log from byte `offset` on as it grows, until the command ended;
+    the stdout reader then exits with the command's exit code."""
     d = instance_dir(run_id)
-    return (
+    command = (
         f'd="{d}"; while [ ! -s "$d/pid" ]; do sleep 0.2; done; '
-        f'tail -c +{offset + 1} -s 0.2 -F --pid="$(cat "$d/pid")" "$d/output.log" 2>/dev/null; '
-        f'while [ ! -s "$d/exit_code" ]; do sleep 0.2; done; exit "$(cat "$d/exit_code")"'
+        f'tail -c +{offset + 1} -s 0.2 -F --pid="$(cat "$d/pid")" "$d/{stream}.log" 2>/dev/null; '
+        f'while [ ! -s "$d/exit_code" ]; do sleep 0.2; done; '
     )
+    return command + ('exit "$(cat "$d/exit_code")"' if stream == "stdout" else "exit 0")
 
 
 class InstanceRun:
@@ -96,7 +99,9 @@ class InstanceRun:
         self.lost: str | None = None
         self.terminated: bool | None = None
         self.reconnects = 0
-        self.lines: LineAssembler | None = None
+        self.lines: dict[str, LineAssembler] = {}
+        self.conn = None
+        self._reconnecting = asyncio.Lock()
         self.notes: list[str] = []
 
     # --- the whole run -----------------------------------------------------------------------
@@ -314,59 +319,72 @@ class InstanceRun:
             if isinstance(record, SetupResult) and self.times["first_result_s"] is None and record.status == "ok":
                 self.times["first_result_s"] = round(time.monotonic() - self.t0, 3)
 
-        self.lines = LineAssembler(on_line)
-        reader = asyncio.create_task(self.read_output(conn))
+        self.lines = {name: LineAssembler(on_line) for name in ("stdout", "stderr")}
+        self.conn = conn
+        readers = asyncio.gather(self.read_output("stdout"), self.read_output("stderr"))
         interrupt = asyncio.create_task(self.launch.interrupted.wait())
         deadline, reason = self.limit_deadline()
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            done, _ = await asyncio.wait({reader, interrupt}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            if reader in done:
-                reader.result()  # MachineLost propagates
+            done, _ = await asyncio.wait({readers, interrupt}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if readers in done:
+                readers.result()  # MachineLost propagates
             elif interrupt in done:
                 self.stopped_by = "interrupt"
             else:
                 self.stopped_by = reason
                 self.view.say(self.run_id, f"--{reason} reached: terminating the instance")
         finally:
-            for task in (reader, interrupt):
-                task.cancel()
-            await asyncio.gather(reader, interrupt, return_exceptions=True)
-            self.lines.flush()
-            conn.close()
+            readers.cancel()
+            interrupt.cancel()
+            await asyncio.gather(readers, interrupt, return_exceptions=True)
+            for assembler in self.lines.values():
+                assembler.flush()
+            self.conn.close()
 
-    async def read_output(self, conn) -> None:
-        """Stream output.log from the last byte read; reconnect on a dropped connection."""
+    async def read_output(self, stream: str) -> None:
+        """Stream one output file from the last byte read; reconnect on a dropped connection."""
         import asyncssh
 
         offset = 0
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         while True:
+            conn = self.conn
             try:
-                process = await conn.create_process(stream_command(self.run_id, offset), encoding=None)
+                process = await conn.create_process(stream_command(self.run_id, stream, offset), encoding=None)
                 while True:
                     data = await process.stdout.read(65536)
                     if not data:
                         break
                     offset += len(data)
-                    self.lines.feed(self.redact(decoder.decode(data)))
+                    self.lines[stream].feed(self.redact(decoder.decode(data)))
                 await process.wait()
                 if process.exit_status is None:
                     raise asyncssh.ConnectionLost("the stream ended without an exit status")
-                self.exit_status = process.exit_status
-                self.view.update(self.run_id, status="succeeded" if self.exit_status == 0 else "failed")
+                if stream == "stdout":
+                    self.exit_status = process.exit_status
+                    self.view.update(self.run_id, status="succeeded" if self.exit_status == 0 else "failed")
                 return
             except (OSError, asyncssh.Error):
-                self.reconnects += 1
-                conn.close()
-                conn = None
-                while conn is None:
-                    if await self.machine_gone():
-                        raise MachineLost(f"instance {self.instance.id} went away while running") from None
-                    try:
-                        conn = await self.connect()
-                    except (OSError, asyncssh.Error, TimeoutError):
-                        await asyncio.sleep(self.pace.ssh_retry_s)
+                await self.reconnect(conn)
+
+    async def reconnect(self, broken) -> None:
+        """A new connection for both readers (once, whichever reader noticed first)."""
+        import asyncssh
+
+        async with self._reconnecting:
+            if self.conn is not broken:
+                return  # the other reader already reconnected
+            self.reconnects += 1
+            broken.close()
+            while True:
+                if await self.machine_gone():
+                    raise MachineLost(f"instance {self.instance.id} went away while running") from None
+                try:
+                    self.conn = await self.connect()
+                    return
+                except (OSError, asyncssh.Error, TimeoutError):
+                    await asyncio.sleep(self.pace.ssh_retry_s)
 
     async def machine_gone(self) -> bool:
         try:

@@ -78,8 +78,7 @@ async def _launch(o: LaunchOptions) -> int:
     except StoreError as exc:
         raise LaunchError(str(exc)) from None
 
-    # Instance calls are retried by the launcher itself, which counts the failures it meets.
-    client = make_client(max_retries=0 if via == "instance" else None)
+    client = make_client()
     try:
         types = await fetch_types(client, redact)
         deployment = o.deployment if via == "instance" else None
@@ -107,7 +106,14 @@ async def _launch(o: LaunchOptions) -> int:
                 await asyncio.to_thread(store.check_writable, plan.runs[0].run_id)
             except StoreError as exc:
                 raise LaunchError(redact(str(exc))) from None
-        return await run_plan(client, plan, pace, redact, store, o.verbose)
+        if via != "instance":
+            return await run_plan(client, plan, pace, redact, store, o.verbose)
+        # Instance calls are retried by the launcher itself, which counts the failures it meets.
+        counted = make_client(max_retries=0)
+        try:
+            return await run_plan(counted, plan, pace, redact, store, o.verbose)
+        finally:
+            await counted.close()
     finally:
         await client.close()
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
 from gpubench.launcher import errors
 from gpubench.launcher.client import api_errors, describe, make_client
 from gpubench.launcher.errors import LaunchError
+from gpubench.launcher.follow import LostContact
 from gpubench.launcher.lookup import find_run
 from gpubench.launcher.redact import Redactor
 
@@ -73,28 +75,20 @@ async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
         if kind != "job":
             local = Path(results_dir) / run_id / "run.log"
             raise LaunchError(f"run {run_id} ran on an instance; its output is in {local} and results.jsonl")
-        if follow:
-            from gpubench.launcher.follow import LogFollower
-            from gpubench.launcher.pace import Pace
+        from gpubench.launcher.follow import LogFollower
+        from gpubench.launcher.pace import Pace
 
-            def emit(line: str) -> None:
-                sys.stdout.write(line + "\n")
-                sys.stdout.flush()
+        def emit(line: str) -> None:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
 
-            await LogFollower(client, thing.id, emit, Pace.from_env(), redact).run()
-            return errors.OK
-        after = 0
-        while True:
-            try:
-                page = await client.jobs.logs(thing.id, after=after)
-            except api_errors() as exc:
-                raise LaunchError(f"cannot read the logs of job {thing.id}: {describe(exc, redact)}") from None
-            for chunk in page.chunks:
-                sys.stdout.write(redact(chunk.text))
-            after = max(after, page.cursor)
-            if page.done or not page.chunks:
-                break
-        sys.stdout.flush()
+        try:
+            pace = Pace.from_env()
+            if not follow:  # a one-shot read gives up sooner than a launcher watching a run
+                pace = dataclasses.replace(pace, lost_after_s=min(pace.lost_after_s, 30.0))
+            await LogFollower(client, thing.id, emit, pace, redact, follow=follow).run()
+        except LostContact as exc:
+            raise LaunchError(f"cannot read the logs of job {thing.id}: {exc}") from None
         return errors.OK
     finally:
         await client.close()

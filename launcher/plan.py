@@ -185,7 +185,6 @@ class LaunchPlan:
             "GPUBENCH_RUN_ID": run.run_id,
             "GPUBENCH_LAUNCHER": self.launcher_name,
             "GPUBENCH_GPU_REQUESTED": run.gpu_requested,
-            "PYTHONUNBUFFERED": "1",
         }
         if run.price is not None:
             env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{run.price:g}"

@@ -37,6 +37,7 @@ def format_metrics(metrics: dict, limit: int = 2) -> str:
 
 
 class ProgressView:
+    QUIET = ("planned", "submitting", "refused", "ssh key")  # said on a terminal only (the live table)
     def __init__(self, verbose: bool = False):
         from rich.console import Console
 
@@ -70,7 +71,7 @@ class ProgressView:
         changed_status = "status" in fields and fields["status"] != run.status
         for key, value in fields.items():
             setattr(run, key, value)
-        if changed_status and not self.terminal:
+        if changed_status and not self.terminal and run.status not in self.QUIET:
             where = f" on {run.obtained}" if run.obtained else ""
             self.say(run_id, f"{run.status}{where}")
 

@@ -11,8 +11,10 @@ class Redactor:
     def __init__(self, secrets: list[str] | None = None):
         if secrets is None:
             secrets = [os.environ.get(name, "") for name in _SECRET_VARIABLES]
+        # Also as stripped and as escaped (repr) text, the forms error messages quote them in.
+        forms = {form for s in secrets for form in (s, s.strip(), repr(s)[1:-1])}
         # Longest first, so a secret containing another is replaced whole; short values are not secrets.
-        self.secrets = sorted({s for s in secrets if len(s) >= 8}, key=len, reverse=True)
+        self.secrets = sorted({s for s in forms if len(s) >= 8}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:

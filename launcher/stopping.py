@@ -11,7 +11,8 @@ from gpubench.launcher.lookup import GONE_INSTANCE
 
 
 async def cancel_job(client, job_id: str, timeout_s: float, gap_s: float):
-    """The job as last read; finished once confirmed."""
+    """Cancel, then read the job back until it shows as ended: the job as last read (finished once
+    confirmed). The cancel's own answer is not taken as the confirmation; a status read is."""
     from runcrate import ConflictError
 
     deadline = time.monotonic() + timeout_s
@@ -19,12 +20,11 @@ async def cancel_job(client, job_id: str, timeout_s: float, gap_s: float):
     while True:
         try:
             if not cancelled:
-                job = await client.jobs.cancel(job_id)
+                await client.jobs.cancel(job_id)
                 cancelled = True
-            else:
-                job = await client.jobs.get(job_id)
+            job = await client.jobs.get(job_id)
         except ConflictError:
-            cancelled = True  # it ended another way; read how
+            cancelled = True  # it ended another way; the read says how
             continue
         except api_errors():
             pass

@@ -37,8 +37,9 @@ LAUNCHER_PACE = {
 
 
 @pytest.fixture
-def fake():
-    with FakeRuncrate(api_key=API_KEY, **FAST) as running:
+def fake(request):
+    """The fake, fast; `@pytest.mark.parametrize("fake", [{"minute_s": 5}], indirect=True)` changes it."""
+    with FakeRuncrate(api_key=API_KEY, **{**FAST, **getattr(request, "param", {})}) as running:
         yield running
 
 
@@ -131,3 +132,44 @@ def emitter_command(setups=("eager-sdpa", "compile-sdpa"), **spec) -> str:
 def run_folders(root: Path) -> list[Path]:
     base = root / "gpubench-results"
     return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+
+
+def wait_for(probe, timeout_s: float = 30.0, what: str = "condition"):
+    """Poll `probe` until it is truthy (a test's wait, not an assertion on time)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def read_until(stream, predicate, limit: int = 10000) -> list[str]:
+    """Lines of a subprocess pipe up to and including the first one `predicate` accepts."""
+    lines = []
+    for _ in range(limit):
+        line = stream.readline()
+        if not line:
+            raise AssertionError(f"stream ended before the awaited line; got {lines[-5:]}")
+        lines.append(line)
+        if predicate(line):
+            return lines
+    raise AssertionError("awaited line never came")
+
+
+def secret_texts(fake, *texts: str, folders=(), objects=()) -> list[str]:
+    """Everything the tests scan for secrets: given texts, every file of the folders, stored objects,
+    and every request body and query the fake received."""
+    out = list(texts)
+    for folder in folders:
+        out += [p.read_text(errors="replace") for p in Path(folder).rglob("*") if p.is_file()]
+    out += list(objects)
+    for request in fake.requests:
+        out.append(request.body.decode(errors="replace"))
+        out.append(json.dumps(request.query))
+        out.append(request.path)
+    return out
