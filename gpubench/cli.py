@@ -141,6 +141,13 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         module = load_module(spec)
         config = build_config(module, smoke, parse_overrides(list(overrides)))
         weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
+    else:
+        from gpubench.docker_run import DockerUnavailable, connect
+
+        try:
+            connect().close()
+        except DockerUnavailable as exc:
+            raise CliError(str(exc)) from None
     if target:
         target.check_writable(run_id)
 
@@ -186,9 +193,10 @@ def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
         exit_code = run_in_docker(spec, args, image=image, cache_volume=cache_volume,
                                   env={k: v for k, v in passthrough.items() if v},
                                   on_stdout_line=stream.feed, on_stderr_line=run_dir.log)
-    except DockerUnavailable as exc:
+    except DockerUnavailable as exc:  # the engine went away, or the image cannot be pulled
         run_dir.close()
-        _remove_empty_run_dir(run_dir.path)
+        if not stream.lines:
+            _remove_unstarted_run_dir(run_dir.path)
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         return "interrupted"
@@ -198,11 +206,8 @@ def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
     return stream.outcome
 
 
-def _remove_empty_run_dir(path: Path) -> None:
-    """Bad input found after the folder was made (no Docker engine): leave nothing half-written."""
-    for child in path.iterdir():
-        if child.stat().st_size:
-            return
+def _remove_unstarted_run_dir(path: Path) -> None:
+    """The container never printed a line: leave no half-written run folder behind."""
     for child in path.iterdir():
         child.unlink()
     path.rmdir()

@@ -42,3 +42,12 @@ def test_an_unwritable_results_folder_fails_before_running(tmp_path):
     result = gpubench("run", "train-compile", "--smoke", "--results-dir", str(blocker / "results"), cwd=tmp_path)
     assert result.code == 2 and "is not writable" in result.stderr
     assert blocker.read_text() == "not a folder"
+
+
+def test_docker_without_an_engine_says_so_in_one_line(tmp_path):
+    result = gpubench("run", "train-compile", "--smoke", "--docker", cwd=tmp_path,
+                      env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    assert result.code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no Docker engine reachable" in lines[0] and "run without --docker" in lines[0]
+    assert not (tmp_path / "gpubench-results").exists()
