@@ -7,7 +7,8 @@
     gpubench-launch first-matmul --gpu L40S --gpu RTX5090    launch-to-first-matmul study (instances)
     gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup
 
-Errors are one line on stderr with exit code 2; the other exit codes are listed in errors.py
+Records go to stdout as JSON Lines when stdout is not a terminal (a live table shows them on one);
+human text goes to stderr. Errors are one line on stderr with exit code 2; the other exit codes are listed in errors.py
 (0 all ok, 1 a setup not ok, 3 job failed, 4 limit reached, 5 launcher trouble, 130 interrupted).
 This module imports only click: the SDK, rich and asyncssh load when a command runs.
 """
@@ -77,7 +78,11 @@ def launch_options(study: bool = False):
 
 @click.group(cls=LaunchGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 def cli():
-    """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin)."""
+    """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin).
+
+    Records stream to stdout as JSON Lines (when it is not a terminal) and to
+    ./gpubench-results/<run-id>/; progress and the summary go to stderr.
+    """
 
 
 @cli.command("run", epilog=EPILOG)

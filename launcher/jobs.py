@@ -164,6 +164,9 @@ class JobRun:
             for task in (follow, watch, interrupt):
                 task.cancel()
             await asyncio.gather(follow, watch, interrupt, return_exceptions=True)
+            if not self.follower.done:  # keep what arrived, even a last line without its newline
+                for assembler in self.follower.streams.values():
+                    assembler.flush()
 
     async def watch(self) -> str | None:
         """Status reads, spaced; returns a stop reason when a limit is reached, None when the job ended."""

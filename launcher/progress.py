@@ -125,13 +125,12 @@ class ProgressView:
 
         self.stop()
         table = Table(title="gpubench-launch summary")
-        for column in ("run", "GPU", "region", "job", "setups ok", "cost $", "time", "exit", "stored"):
+        for column in ("run", "GPU", "region", "job", "setups ok", "cost $", "time", "exit"):
             table.add_column(column, overflow="fold")
         for o in outcomes:
             table.add_row(
                 o.run_id, o.gpu or "-", o.region or "-", o.status, f"{o.setups_ok}/{o.setups_total}",
                 "-" if o.cost_usd is None else f"{o.cost_usd:.4f}", f"{o.duration_s:.0f}s", str(o.exit_code),
-                o.stored or "-",
             )
         self.console.print(table)
         rows = [(o, s) for o in outcomes for s in o.setups]
@@ -143,6 +142,8 @@ class ProgressView:
                 results.add_row(o.run_id, s["setup"], s["status"], s["metrics"])
             self.console.print(results)
         for o in outcomes:
+            if o.stored:
+                self.say(o.run_id, f"stored in {o.stored}")
             if o.message:
                 self.say(o.run_id, o.message)
 

@@ -100,3 +100,17 @@ def test_lost_instance_is_exit_5(fake, launcher_env, capsys):
     assert result.code == 5, result.stderr
     [instance] = fake.instances.values()
     assert f"lost: instance {instance.id}" in result.stderr
+
+
+@pytest.mark.parametrize("fake", SLOWER, indirect=True)
+def test_max_minutes_terminates_the_instance(fake, launcher_env, capsys, tmp_path):
+    result = launch(capsys, "train-compile", "--via", "instance", "--gpu", "L40S", "--max-minutes", "0.03",
+                    "--job-command", emitter_command(hang_s=120))
+    assert result.code == 4, result.stderr
+    assert "--max-minutes reached: terminating the instance" in result.stderr
+    [instance] = fake.instances.values()
+    assert instance.status == "terminated"
+    run_id = result.records()[0]["run_id"]
+    status = launch(capsys, "status", run_id)
+    assert status.code == 0 and f"instance   {instance.id}" in status.stdout
+    assert "status     terminated" in status.stdout and "local      gpubench-results/" in status.stdout
