@@ -52,6 +52,8 @@ def launch_options(study: bool = False):
             click.option("--region", help="Only run in this region (id or prefix)."),
             click.option("--dry-run", is_flag=True, help="Print the plan, prices and expected cost; launch nothing."),
             click.option("-v", "--verbose", is_flag=True, help="Also print the job's non-record output."),
+            click.option("--template", help="A Runcrate template to boot; on the instance path it must provide "
+                                            "`gpubench` (jobs get it from the workload's image)."),
             click.option("--job-command", hidden=True,
                          help="Replace the job's command (for testing the launcher itself)."),
         ]

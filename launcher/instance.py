@@ -191,7 +191,7 @@ class InstanceRun:
             try:
                 instance = await self.calls("instances.create", lambda row=row: self.client.instances.create(
                     name=self.name, ssh_key_id=ssh_key.id, instance_type_id=row.id, env_vars=self.run.env,
-                    launch_script=script, max_runtime_minutes=max(5, plan.max_runtime_minutes),
+                    launch_script=script, max_runtime_minutes=max(5, plan.max_runtime_minutes), template=plan.template,
                 ), idempotent=False)
             except ApiError as exc:
                 tried.append(f"{row.id}: {describe(exc, self.redact)}")

@@ -33,6 +33,7 @@ class LaunchOptions:
     dry_run: bool = False
     verbose: bool = False
     job_command: str | None = None
+    template: str | None = None
     study: str | None = None
 
 
@@ -92,7 +93,7 @@ async def _launch(o: LaunchOptions) -> int:
             max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
             runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
             capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
-            store_url=store.url if store else None, results_dir=o.results_dir, study=o.study,
+            store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
         )
         for run in plan.runs:
             run.env = plan.env_for(run)

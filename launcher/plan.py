@@ -175,6 +175,7 @@ class LaunchPlan:
     store_url: str | None = None
     results_dir: str = "gpubench-results"
     study: str | None = None  # first-matmul: the launcher times the launch itself
+    template: str | None = None  # instance path: the Runcrate template to boot
 
     @property
     def launcher_name(self) -> str:
@@ -219,6 +220,8 @@ class LaunchPlan:
             spec["capacity_wait_minutes"] = self.capacity_wait_minutes
         if self.region:
             spec["region"] = self.region
+        if self.template:
+            spec["template"] = self.template
         return spec
 
     def config(self, run: RunPlan) -> dict[str, Any]:
@@ -247,6 +250,7 @@ class LaunchPlan:
             "capacity_wait_minutes": self.capacity_wait_minutes,
             "region": self.region,
             "deployment_type": self.deployment,
+            "template": self.template,
             "store": self.store_url,
         }
 
