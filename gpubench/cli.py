@@ -99,7 +99,8 @@ def images() -> None:
 @click.option("--repeats", type=int, default=1, show_default=True,
               help="Runs per setup; summaries give median/min/max/CV.")
 @click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
-              help="Hourly GPU price, for cost per unit of output [env GPUBENCH_PRICE_USD_PER_HOUR].")
+              help="Hourly GPU price, for cost per unit of output [env GPUBENCH_PRICE_USD_PER_HOUR, or the"
+                   " entry of GPUBENCH_PRICES_USD_PER_HOUR matching this GPU].")
 @click.option("--store", default=None, metavar="URL",
               help="s3://bucket/prefix to upload to (default: local folder only).")
 @click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
@@ -124,11 +125,8 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
-    if price is None and os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
-        try:
-            price = float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
-        except ValueError:
-            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
+    if price is None:
+        price = _price_from_launcher()
     if price is not None and price <= 0:
         raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
@@ -169,6 +167,31 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         if not ok and code == EXIT_OK:
             code = EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _price_from_launcher() -> float | None:
+    """A launcher's price: one (GPUBENCH_PRICE_USD_PER_HOUR), or one per candidate GPU, matched to this GPU."""
+    from gpubench import environment, pricing
+
+    if os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
+        try:
+            return float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
+        except ValueError:
+            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
+    if not os.environ.get("GPUBENCH_PRICES_USD_PER_HOUR"):
+        return None
+    try:
+        prices = pricing.parse_prices(os.environ["GPUBENCH_PRICES_USD_PER_HOUR"])
+    except pricing.PriceError as exc:
+        raise CliError(str(exc)) from None
+    gpus = environment.gpu_names()
+    match = pricing.price_for(prices, gpus)
+    if match is None:
+        click.echo(f"gpubench: no price for {', '.join(gpus) or 'this machine'} among {', '.join(prices)};"
+                   " costs are left out", err=True)
+        return None
+    click.echo(f"gpubench: costed at {match[0]}'s ${match[1]:g}/h", err=True)
+    return match[1]
 
 
 def _weights_needed(module, spec, setups, config) -> list[str]:

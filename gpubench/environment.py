@@ -30,7 +30,6 @@ IMAGE_VARS = {
 LAUNCHER_VARS = {
     "launcher": "GPUBENCH_LAUNCHER",
     "gpu_requested": "GPUBENCH_GPU_REQUESTED",
-    "price_usd_per_hour": "GPUBENCH_PRICE_USD_PER_HOUR",
     "provider_job_id": "GPUBENCH_PROVIDER_JOB_ID",
 }
 ALWAYS_RECORDED = ("gpubench", "torch", "transformers", "numpy", "pydantic", "triton")
@@ -104,16 +103,17 @@ def library_versions(names) -> dict[str, str | None]:
     return versions
 
 
-def collect(libraries=()) -> Environment:
+def gpu_names() -> list[str]:
+    return [gpu.name for gpu in _nvidia_smi()[0]]
+
+
+def collect(libraries=(), price_usd_per_hour: float | None = None) -> Environment:
+    """The block; `price_usd_per_hour` is the price the run's costs use (the runner resolves it)."""
     gpus, driver = _nvidia_smi()
     fields: dict[str, object] = {name: os.environ.get(var) or None for name, var in IMAGE_VARS.items()}
     for name, var in LAUNCHER_VARS.items():
         fields[name] = os.environ.get(var) or None
-    if fields["price_usd_per_hour"] is not None:
-        try:
-            fields["price_usd_per_hour"] = float(fields["price_usd_per_hour"])
-        except ValueError:
-            fields["price_usd_per_hour"] = None
+    fields["price_usd_per_hour"] = price_usd_per_hour
     return Environment(
         hostname_hash=hashlib.sha256(socket.gethostname().encode()).hexdigest()[:12],
         gpus=gpus,

@@ -89,7 +89,7 @@ class Runner:
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies)
+        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
         config = dataclasses.asdict(req.config)
         self.run_dir.record(RunStarted(

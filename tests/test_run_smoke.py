@@ -81,3 +81,13 @@ def test_environment_records_what_the_image_and_launcher_say(tmp_path):
         "ghcr.io/gpubench/train-compile:0.1.0", "abc123", "RTX5090,L40S", "runcrate-job", 0.54)
     ok = [r for r in result.records() if r["kind"] == "result"][0]
     assert "usd_per_1M_tokens" in ok["metrics"]  # the launcher's price reached the cost metrics
+
+
+def test_a_price_list_with_no_entry_for_this_machine_leaves_costs_out(tmp_path):
+    result = gpubench("run", "train-compile", "--smoke", "--setups", "eager-sdpa", cwd=tmp_path,
+                      env={"GPUBENCH_PRICES_USD_PER_HOUR": "RTX5090=0.69,L40S=0.86"})
+    assert result.code == 0, result.stderr[-2000:]
+    assert "costs are left out" in result.stderr
+    row = [r for r in result.records() if r["kind"] == "result"][0]
+    assert not [name for name in row["metrics"] if "usd" in name]
+    assert result.records()[0]["environment"]["price_usd_per_hour"] is None

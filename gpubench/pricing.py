@@ -1,0 +1,50 @@
+"""The hourly price a run is costed at: given, or picked by the GPU obtained from the launcher's candidates.
+
+A launcher that offers several GPU types (a fallback list) cannot know the price before the job starts,
+so it passes `GPUBENCH_PRICES_USD_PER_HOUR="RTX5090=0.69,A100-80GB=1.73"` and the run picks the entry
+whose name matches the GPU it sees. No match, or two equally good ones, means no price: a cost computed
+at the wrong price is worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class PriceError(ValueError):
+    """A malformed price variable; str() is one line."""
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t]
+
+
+def _matches(candidate: str, gpu_name: str) -> bool:
+    squashed = re.sub(r"[^a-z0-9]", "", gpu_name.lower())
+    return all(token in squashed for token in _tokens(candidate))
+
+
+def parse_prices(text: str) -> dict[str, float]:
+    prices = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, sep, value = entry.partition("=")
+        try:
+            prices[name.strip()] = float(value)
+        except ValueError:
+            raise PriceError(f"GPUBENCH_PRICES_USD_PER_HOUR entry {entry!r}: use NAME=USD_PER_HOUR") from None
+        if not sep or not name.strip():
+            raise PriceError(f"GPUBENCH_PRICES_USD_PER_HOUR entry {entry!r}: use NAME=USD_PER_HOUR")
+    return prices
+
+
+def price_for(prices: dict[str, float], gpu_names: list[str]) -> tuple[str, float] | None:
+    """(candidate, price) for the GPU this machine has, the most specific name winning (A100-80GB over A100)."""
+    if not gpu_names:
+        return None
+    found = [(len(_tokens(name)), name) for name in prices if all(_matches(name, gpu) for gpu in gpu_names)]
+    if not found:
+        return None
+    found.sort(reverse=True)
+    if len(found) > 1 and found[0][0] == found[1][0]:
+        return None
+    return found[0][1], prices[found[0][1]]
