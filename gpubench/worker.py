@@ -83,7 +83,7 @@ def main() -> int:
         traceback.print_exc(file=sys.stderr)
         status = "oom" if is_oom(exc) else "error"
         result = SetupResult(run_id=run_id, setup=setup, repeat=repeat, status=status, error=one_line(exc))
-    result.device = detect_device() if "torch" in sys.modules else "cpu"
+    result.device = detect_device() if "torch" in sys.modules else None  # failed before choosing one
     result.duration_s = round(time.perf_counter() - started, 3)
     emit(result)
     records.flush()

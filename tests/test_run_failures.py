@@ -24,6 +24,7 @@ def test_an_error_is_an_error_row_with_a_one_line_message(tmp_path):
     assert result.code == 1
     row = [r for r in result.records() if r["kind"] == "result"][0]
     assert row["status"] == "error" and "\n" not in row["error"]
+    assert row["device"] == "cpu"  # torch was imported before the bad device was asked for
     assert "Traceback" in result.stderr  # the whole story is in the raw log, not in the record
 
 
