@@ -2,8 +2,10 @@
 
 Every workload in the catalog has `images/<name>/` with a Dockerfile, a requirements.in and a
 requirements.lock (exact versions with hashes, linux x86_64, Python 3.12). Folders whose name starts
-with "_" hold shared layer stacks (images/_layers/), not workloads. The check_* functions return
-findings that name a file and a line; the tests run them on the real tree and on small bad inputs.
+with "_" hold shared layer stacks (images/_layers/), not workloads. A workload image builds on one of
+the STACKS (`FROM ${BASE_IMAGE}` or `FROM ${VLLM_BASE_IMAGE}`) and locks only what it adds on top.
+The check_* functions return findings that name a file and a line; the tests run them on the real tree
+and on small bad inputs.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from gpubench.catalog import WORKLOADS, WorkloadSpec
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGES = "images"
-BASE_LOCK = "images/_layers/base/requirements.lock"
-BASE_IMAGE_ARG = "BASE_IMAGE"  # the workload Dockerfiles' `FROM ${BASE_IMAGE}`: the Dockerfile.base stack
 CATALOG = "gpubench/catalog.py"
 CACHE_DIR = "/cache"  # the image's cache volume; HF_HOME lives under it
 HF_HOME = f"{CACHE_DIR}/huggingface"
@@ -35,6 +35,27 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _REQUIREMENT = re.compile(rf"^({_NAME})(\[[^\]]*\])?\s*([^;]*?)\s*(;.*)?$")
 _HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A shared layer stack that workload images build on with `FROM ${arg}`; it is pushed as <registry>/<name>."""
+
+    name: str  # the image name, the docker-bake.hcl target and the name tools/lock_images.py knows it by
+    arg: str  # the ARG of the workload Dockerfiles' FROM; its default is ghcr.io/gpubench/<name>:<version>
+    dockerfile: str
+    lock: str  # installed by the stack; a workload's lock on it keeps every pin of it
+
+    @property
+    def requirements_in(self) -> str:
+        return self.lock.removesuffix(".lock") + ".in"
+
+
+# The torch stack (CUDA 12.8 runtime, torch 2.8.0 from PyPI) and the vLLM stack (vllm/vllm-openai:v0.11.0).
+BASE = Stack("base", "BASE_IMAGE", "Dockerfile.base", "images/_layers/base/requirements.lock")
+VLLM_BASE = Stack("vllm-base", "VLLM_BASE_IMAGE", "images/_layers/vllm-base/Dockerfile",
+                  "images/_layers/vllm-base/requirements.lock")
+STACKS = (BASE, VLLM_BASE)
 
 
 @dataclass(frozen=True)
@@ -292,19 +313,33 @@ def image_ref(spec: WorkloadSpec) -> str:
     return spec.image
 
 
-def _provider(dependency: str, refs: list[ImageRef]) -> ImageRef | None:
-    """The image a dependency comes from (vllm from vllm/vllm-openai), if the Dockerfile uses one."""
+def _provider(dependency: str, sources: list[tuple[str, ImageRef]]) -> tuple[str, ImageRef] | None:
+    """The image a dependency comes from (vllm from vllm/vllm-openai) and the file naming it, if there is one."""
     repository = FROM_IMAGE.get(dependency)
-    return next((r for r in refs if repository and r.repository.endswith(repository)), None)
+    return next(((f, r) for f, r in sources if repository and r.repository.endswith(repository)), None)
 
 
 def _image_version(ref: ImageRef) -> str | None:
     return (ref.tag or "").removeprefix("v") or None
 
 
-def uses_base(dockerfile: Path) -> bool:
-    return any(keyword == "FROM" and f"${{{BASE_IMAGE_ARG}}}" in rest
-               for _, keyword, rest in dockerfile_instructions(dockerfile))
+def stack_of(dockerfile: Path) -> Stack | None:
+    """The shared stack a workload's Dockerfile builds on (its `FROM ${BASE_IMAGE}` or `FROM ${VLLM_BASE_IMAGE}`)."""
+    for _, keyword, rest in dockerfile_instructions(dockerfile):
+        if keyword == "FROM":
+            found = next((s for s in STACKS if f"${{{s.arg}}}" in rest), None)
+            if found:
+                return found
+    return None
+
+
+def image_sources(dockerfile: Path, root: Path = REPO) -> list[tuple[str, ImageRef]]:
+    """(file, image) for the images a workload builds on: its Dockerfile's own, then those of the stack under it."""
+    sources = [(_rel(dockerfile, root), ref) for ref in image_refs(dockerfile)]
+    stack = stack_of(dockerfile)
+    if stack is not None and (root / stack.dockerfile).exists():
+        sources += [(stack.dockerfile, ref) for ref in image_refs(root / stack.dockerfile)]
+    return sources
 
 
 def _catalog_line(name: str, root: Path) -> int:
@@ -346,12 +381,13 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
     if f"{rel}/requirements.lock" not in text:
         findings.append(Finding(f"{rel}/Dockerfile", 1, f"does not install {rel}/requirements.lock"))
     pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
-    refs = image_refs(dockerfile)
+    sources = image_sources(dockerfile, root)
     for dep, version in spec.dependencies.items():
-        provider = _provider(dep, refs)
+        provider = _provider(dep, sources)
         if provider is not None:
-            if _image_version(provider) != version:
-                findings.append(Finding(f"{rel}/Dockerfile", provider.line, f"{provider.ref} but {CATALOG}:"
+            where, ref = provider
+            if _image_version(ref) != version:
+                findings.append(Finding(where, ref.line, f"{ref.ref} but {CATALOG}:"
                                         f"{_catalog_line(spec.name, root)} declares {dep} {version}"))
             continue
         pin = pins.get(normalize(dep))
@@ -361,22 +397,23 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
         elif pin.version != version:
             findings.append(Finding(f"{rel}/requirements.lock", pin.line, f"{dep}=={pin.version} but {CATALOG}:"
                                     f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
-    if uses_base(dockerfile):
-        findings += check_same_stack(lock, root / BASE_LOCK, root)
+    stack = stack_of(dockerfile)
+    if stack is not None:
+        findings += check_same_stack(lock, root / stack.lock, root)
     return findings
 
 
-def check_same_stack(lock: Path, base_lock: Path, root: Path = REPO) -> list[Finding]:
-    """A lock installed over the base stack keeps every base pin, so nothing under it is reinstalled."""
-    if not lock.exists() or not base_lock.exists():
+def check_same_stack(lock: Path, stack_lock: Path, root: Path = REPO) -> list[Finding]:
+    """A lock installed over a stack keeps every pin of the stack's lock, so nothing under it is reinstalled."""
+    if not lock.exists() or not stack_lock.exists():
         return []
-    pins, base = locked_versions(lock), parse_requirements(base_lock, root)[0]
+    pins, stack = locked_versions(lock), parse_requirements(stack_lock, root)[0]
     where, findings = _rel(lock, root), []
-    for name, pin in base.items():
+    for name, pin in stack.items():
         if pins.get(name) != pin.version:
             got = f"{name}=={pins[name]}" if name in pins else f"no {name}"
-            findings.append(Finding(where, 1, f"{got} but the base stack "
-                                              f"{_rel(base_lock, root)}:{pin.line} pins =={pin.version}"))
+            findings.append(Finding(where, 1, f"{got} but the stack "
+                                              f"{_rel(stack_lock, root)}:{pin.line} pins =={pin.version}"))
     return findings
 
 
@@ -387,11 +424,11 @@ def image_rows(root: Path = REPO) -> list[dict]:
         lock = folder(spec, root) / "requirements.lock"
         pins = locked_versions(lock)
         dockerfile = folder(spec, root) / "Dockerfile"
-        refs = image_refs(dockerfile) if dockerfile.exists() else []
+        sources = image_sources(dockerfile, root) if dockerfile.exists() else []
         locked = {}
         for dep in spec.dependencies:
-            provider = _provider(dep, refs)
-            locked[dep] = _image_version(provider) if provider else pins.get(normalize(dep))
+            provider = _provider(dep, sources)
+            locked[dep] = _image_version(provider[1]) if provider else pins.get(normalize(dep))
         rows.append({"name": spec.name, "image": image_ref(spec), "folder": f"{IMAGES}/{spec.name}",
                      "implemented": spec.implemented, "locked": locked})
     return rows

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gpubench.catalog import WorkloadSpec
 from gpubench.images import (
+    VLLM_BASE,
     check_dockerfile,
     check_lock,
     check_registry,
@@ -171,7 +172,42 @@ def test_lock_that_moves_a_pin_of_the_base_stack_is_caught(tmp_path):
     base = write(tmp_path, "images/_layers/base/requirements.lock", f"torch==2.8.0 {HASH}\nnumpy==2.5.5 {HASH}\n")
     lock = write(tmp_path, "images/x/requirements.lock", f"torch==2.9.0 {HASH}\n")
     assert messages(check_same_stack(lock, base, tmp_path)) == [
-        "images/x/requirements.lock:1: torch==2.9.0 but the base stack images/_layers/base/requirements.lock:1 "
+        "images/x/requirements.lock:1: torch==2.9.0 but the stack images/_layers/base/requirements.lock:1 "
         "pins ==2.8.0",
-        "images/x/requirements.lock:1: no numpy but the base stack images/_layers/base/requirements.lock:2 "
+        "images/x/requirements.lock:1: no numpy but the stack images/_layers/base/requirements.lock:2 "
         "pins ==2.5.5"]
+
+
+def vllm_stack(root: Path, tag: str = "v0.11.0", lock: str = f"transformers==4.57.6 {HASH}\n") -> None:
+    write(root, VLLM_BASE.dockerfile, f"ARG VLLM_IMAGE=vllm/vllm-openai:{tag}\nFROM ${{VLLM_IMAGE}}\n"
+                                      f"COPY {VLLM_BASE.lock} /tmp/\nRUN uv pip install -r /tmp/vllm-base.lock\n")
+    write(root, VLLM_BASE.lock, lock)
+
+
+def vllm_folder(root: Path, lock: str) -> None:
+    good_folder(root, "vllm-serving", lock=lock,
+                from_line="ARG VLLM_BASE_IMAGE=ghcr.io/gpubench/vllm-base:0.1.0\nFROM ${VLLM_BASE_IMAGE} AS runtime")
+    write(root, "images/vllm-serving/requirements.in", "transformers==4.57.6\n")
+
+
+def test_workload_on_the_vllm_stack_takes_vllm_from_the_stacks_image(tmp_path):
+    vllm_stack(tmp_path)
+    vllm_folder(tmp_path, f"transformers==4.57.6 {HASH}\n")
+    assert check_workload_image(spec("vllm-serving", vllm="0.11.0", transformers="4.57.6"), tmp_path) == []
+
+
+def test_vllm_stack_on_another_vllm_than_the_catalogs_is_caught_in_the_stacks_dockerfile(tmp_path):
+    write(tmp_path, "gpubench/catalog.py", 'WORKLOADS.add("vllm-serving", WorkloadSpec(\n')
+    vllm_stack(tmp_path, tag="v0.10.2")
+    vllm_folder(tmp_path, f"transformers==4.57.6 {HASH}\n")
+    assert messages(check_workload_image(spec("vllm-serving", vllm="0.11.0"), tmp_path)) == [
+        "images/_layers/vllm-base/Dockerfile:2: vllm/vllm-openai:v0.10.2 but gpubench/catalog.py:1 declares "
+        "vllm 0.11.0"]
+
+
+def test_lock_that_moves_a_pin_of_the_vllm_stack_is_caught(tmp_path):
+    vllm_stack(tmp_path, lock=f"transformers==4.57.6 {HASH}\nhuggingface-hub==0.35.3 {HASH}\n")
+    vllm_folder(tmp_path, f"transformers==4.57.6 {HASH}\nhuggingface-hub==0.36.0 {HASH}\n")
+    assert messages(check_workload_image(spec("vllm-serving", vllm="0.11.0"), tmp_path)) == [
+        "images/vllm-serving/requirements.lock:1: huggingface-hub==0.36.0 but the stack "
+        "images/_layers/vllm-base/requirements.lock:2 pins ==0.35.3"]

@@ -11,9 +11,11 @@ from gpubench import __version__
 from gpubench.catalog import WORKLOADS
 from gpubench.images import (
     BAKED_WEIGHTS,
-    BASE_LOCK,
+    BASE,
     HF_HOME,
     REPO,
+    STACKS,
+    VLLM_BASE,
     check_dockerfile,
     check_lock,
     check_registry,
@@ -24,11 +26,11 @@ from gpubench.images import (
     image_rows,
     locked_versions,
     parse_requirements,
-    uses_base,
+    stack_of,
 )
 
 SPECS = list(WORKLOADS)
-DOCKERFILES = [REPO / "Dockerfile.base", *(REPO / "images" / s.name / "Dockerfile" for s in SPECS)]
+DOCKERFILES = [*(REPO / s.dockerfile for s in STACKS), *(REPO / "images" / s.name / "Dockerfile" for s in SPECS)]
 VLLM = [s for s in SPECS if "vllm" in s.dependencies]
 
 
@@ -49,11 +51,28 @@ def test_workload_image_is_pinned_locked_and_matches_the_catalog(spec):
     assert [str(f) for f in check_workload_image(spec)] == []
 
 
-def test_base_stack_is_pinned_and_locked():
-    assert [str(f) for f in check_dockerfile(REPO / "Dockerfile.base")] == []
-    lock = REPO / BASE_LOCK
-    assert [str(f) for f in check_lock(lock, lock.with_name("requirements.in"))] == []
-    assert locked_versions(lock)["torch"] == "2.8.0"
+@pytest.mark.parametrize("stack", STACKS, ids=lambda s: s.name)
+def test_stack_is_pinned_and_locked_and_installs_its_lock(stack):
+    assert [str(f) for f in check_dockerfile(REPO / stack.dockerfile)] == []
+    lock = REPO / stack.lock
+    assert [str(f) for f in check_lock(lock, REPO / stack.requirements_in)] == []
+    assert stack.lock in (REPO / stack.dockerfile).read_text()
+
+
+def test_torch_stack_locks_torch_2_8_0():
+    assert locked_versions(REPO / BASE.lock)["torch"] == "2.8.0"
+
+
+def test_vllm_stack_is_vllm_0_11_0_with_uv_a_vllm_assertion_and_transformers_4_57_6():
+    path = REPO / VLLM_BASE.dockerfile
+    text = path.read_text()
+    refs = {r.repository: r.tag for r in image_refs(path)}
+    assert refs["vllm/vllm-openai"] == "v0.11.0" and refs["ghcr.io/astral-sh/uv"]
+    assert "assert v('vllm') == '0.11.0'" in text
+    assert re.search(r"^ARG VLLM_IMAGE=", text, re.M) and re.search(r"^ARG UV_IMAGE=", text, re.M)
+    locked = locked_versions(REPO / VLLM_BASE.lock)
+    assert locked["transformers"] == "4.57.6"
+    assert "vllm" not in locked and "torch" not in locked  # the image brings them
 
 
 def test_base_stack_is_cuda_12_8_on_ubuntu_24_04_with_gcc_uv_and_a_torch_assertion():
@@ -71,14 +90,15 @@ def test_every_lock_carries_gpubench_runtime_dependencies():
     declared = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
     shared, _ = parse_requirements(REPO / "images/_layers/gpubench.in")
     assert declared <= set(shared)
-    for spec in SPECS:
-        locked = locked_versions(REPO / "images" / spec.name / "requirements.lock")
-        assert declared <= set(locked), f"images/{spec.name}/requirements.lock lacks {declared - set(locked)}"
+    for lock in [*(s.lock for s in STACKS), *(f"images/{s.name}/requirements.lock" for s in SPECS)]:
+        locked = locked_versions(REPO / lock)
+        assert declared <= set(locked), f"{lock} lacks {declared - set(locked)}"
 
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.parent.name if p.name == "Dockerfile" else p.name)
 def test_image_runs_gpubench_as_a_non_root_user_with_hf_home_on_the_cache_volume(path):
-    runtime = dockerfile_instructions(REPO / "Dockerfile.base") if uses_base(path) else dockerfile_instructions(path)
+    stack = stack_of(path)
+    runtime = dockerfile_instructions(REPO / stack.dockerfile if stack else path)
     users = [rest for _, keyword, rest in runtime if keyword == "USER"]
     own = [rest for _, keyword, rest in dockerfile_instructions(path) if keyword == "USER"]
     assert users[-1] == "1000:1000" and own[-1] == "1000:1000"
@@ -108,20 +128,43 @@ def test_weights_build_arg_bakes_the_workloads_models_into_the_hub_cache(spec):
     assert re.search(r"^FROM weights-\$\{WEIGHTS\}$", text, re.M)
 
 
-def test_torch_workloads_share_the_base_stack_of_this_version():
-    on_base = [s.name for s in SPECS if uses_base(REPO / "images" / s.name / "Dockerfile")]
-    assert sorted(on_base) == sorted(s.name for s in SPECS if s not in VLLM)
-    for name in on_base:
+def test_torch_workloads_share_the_torch_stack_and_vllm_workloads_the_vllm_stack_of_this_version():
+    on = {s.name: stack_of(REPO / "images" / s.name / "Dockerfile") for s in SPECS}
+    assert sorted(n for n, stack in on.items() if stack == BASE) == sorted(s.name for s in SPECS if s not in VLLM)
+    assert sorted(n for n, stack in on.items() if stack == VLLM_BASE) == sorted(s.name for s in VLLM)
+    for name, stack in on.items():
         text = (REPO / "images" / name / "Dockerfile").read_text()
-        assert f"ARG BASE_IMAGE=ghcr.io/gpubench/base:{__version__}\n" in text
+        assert f"ARG {stack.arg}=ghcr.io/gpubench/{stack.name}:{__version__}\n" in text
+        assert re.search(rf"^FROM \$\{{{stack.arg}\}} AS runtime$", text, re.M)
     bake = (REPO / "images/_layers/docker-bake.hcl").read_text()
     assert re.search(r'variable "VERSION" \{\s*default = "' + re.escape(__version__) + '"', bake)
 
 
+def test_bake_file_builds_each_stack_and_each_workload_on_the_stack_its_dockerfile_names():
+    bake = (REPO / "images/_layers/docker-bake.hcl").read_text()
+    for stack in STACKS:
+        target = re.search(r'target "' + re.escape(stack.name) + r'" \{(.*?)\n\}', bake, re.S).group(1)
+        assert f'dockerfile = "{stack.dockerfile}"' in target
+        assert f'tags       = ["${{REGISTRY}}/{stack.name}:${{VERSION}}"]' in target
+        assert f'{stack.arg} ' in bake.split('target "workload"')[1]
+    listed = re.search(r'result = contains\(\[([^\]]*)\], workload\) \? "vllm-base" : "base"', bake).group(1)
+    assert sorted(n.strip().strip('"') for n in listed.split(",")) == sorted(s.name for s in VLLM)
+    assert 'gpubench-stack = "target:${stack(WORKLOAD)}"' in bake
+
+
+def test_ci_builds_every_stack_before_the_workloads_and_gives_each_its_cache():
+    workflow = (REPO / ".github/workflows/images.yml").read_text()
+    assert f"stack: [{', '.join(s.name for s in STACKS)}]" in workflow
+    assert "targets: ${{ matrix.stack }}" in workflow and "needs: [plan, stacks]" in workflow
+    for stack in STACKS:
+        assert f"{stack.name}.cache-from=type=gha,scope={stack.name}\n" in workflow
+
+
 @pytest.mark.parametrize("spec", VLLM, ids=lambda s: s.name)
-def test_vllm_images_add_transformers_4_57_6_on_vllm_0_11_0(spec):
+def test_vllm_images_build_on_the_vllm_stack_and_keep_its_transformers_4_57_6(spec):
     path = REPO / "images" / spec.name / "Dockerfile"
-    assert "vllm/vllm-openai:v0.11.0" in [r.ref for r in image_refs(path)]
+    assert stack_of(path) == VLLM_BASE
+    assert not any(r.repository == "vllm/vllm-openai" for r in image_refs(path))  # only the stack names it
     locked = locked_versions(REPO / "images" / spec.name / "requirements.lock")
     assert locked["transformers"] == "4.57.6"
     assert "vllm" not in locked and "torch" not in locked  # the image brings them
