@@ -7,6 +7,7 @@ the same record handling as a plain run.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 from collections.abc import Callable, Iterable
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable
 from gpubench import __version__
 from gpubench.catalog import WorkloadSpec
 from gpubench.images import CACHE_DIR, HF_HOME
+from gpubench.ingest import LineAssembler
 
 LABEL = "io.gpubench"
 STOP_TIMEOUT_S = 10
@@ -116,34 +118,30 @@ def ensure_image(client, image: str, say: Callable[[str], None]) -> None:
                                 ) from None
 
 
-class LineSplitter:
-    """Bytes in, whole decoded lines out; a partial last line is kept until more arrives or close()."""
-
-    def __init__(self, emit: Callable[[str], None]):
-        self.emit, self.buffer = emit, b""
-
-    def feed(self, chunk: bytes | None) -> None:
-        if not chunk:
-            return
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            self.emit(line.rstrip(b"\r").decode("utf-8", errors="replace"))
-
-    def close(self) -> None:
-        if self.buffer:
-            self.emit(self.buffer.rstrip(b"\r").decode("utf-8", errors="replace"))
-            self.buffer = b""
-
-
 def pump(chunks: Iterable[tuple[bytes | None, bytes | None]], on_stdout_line, on_stderr_line) -> None:
     """Demultiplexed (stdout, stderr) chunks from the engine, as lines to the two callbacks."""
-    out, err = LineSplitter(on_stdout_line), LineSplitter(on_stderr_line)
-    for stdout, stderr in chunks:
-        out.feed(stdout)
-        err.feed(stderr)
-    out.close()
-    err.close()
+    streams = [_DecodedLines(on_stdout_line), _DecodedLines(on_stderr_line)]
+    for pair in chunks:
+        for stream, chunk in zip(streams, pair, strict=True):
+            stream.feed(chunk)
+    for stream in streams:
+        stream.close()
+
+
+class _DecodedLines:
+    """Engine bytes in (a UTF-8 character may straddle two chunks), whole lines without the CR out."""
+
+    def __init__(self, emit: Callable[[str], None]):
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._lines = LineAssembler(lambda line: emit(line.rstrip("\r")))
+
+    def feed(self, chunk: bytes | None) -> None:
+        if chunk:
+            self._lines.feed(self._decoder.decode(chunk))
+
+    def close(self) -> None:
+        self._lines.feed(self._decoder.decode(b"", final=True))
+        self._lines.flush()
 
 
 def run_in_docker(spec: WorkloadSpec, args: list[str], *, image: str, cache_volume: str, env: dict[str, str],

@@ -15,6 +15,28 @@ from gpubench.stores import RunDir
 AnyRecord = RunStarted | Progress | SetupResult | RunFinished
 
 
+class LineAssembler:
+    """Fragments of output in, whole lines out; the last unterminated fragment waits for its newline."""
+
+    def __init__(self, on_line: Callable[[str], None]):
+        self.on_line = on_line
+        self._partial = ""
+        self.lines = 0
+
+    def feed(self, text: str) -> None:
+        text = self._partial + text
+        *lines, self._partial = text.split("\n")
+        for line in lines:
+            self.lines += 1
+            self.on_line(line)
+
+    def flush(self) -> None:
+        if self._partial:
+            line, self._partial = self._partial, ""
+            self.lines += 1
+            self.on_line(line)
+
+
 class RecordStream:
     def __init__(self, run_dir: RunDir, on_record: Callable[[AnyRecord], None] | None = None):
         self.run_dir = run_dir

@@ -17,31 +17,11 @@ from gpubench.launcher.client import api_errors, describe
 from gpubench.launcher.pace import Pace
 from gpubench.launcher.redact import Redactor
 
+from gpubench.ingest import LineAssembler
+
 
 class LostContact(Exception):
     """The API did not answer for longer than Pace.lost_after_s."""
-
-
-class LineAssembler:
-    """Fragments in, whole lines out (the last unterminated fragment waits for its newline)."""
-
-    def __init__(self, on_line: Callable[[str], None]):
-        self.on_line = on_line
-        self._partial = ""
-        self.lines = 0
-
-    def feed(self, text: str) -> None:
-        text = self._partial + text
-        *lines, self._partial = text.split("\n")
-        for line in lines:
-            self.lines += 1
-            self.on_line(line)
-
-    def flush(self) -> None:
-        if self._partial:
-            line, self._partial = self._partial, ""
-            self.lines += 1
-            self.on_line(line)
 
 
 class ErrorClock:

@@ -23,11 +23,11 @@ from gpubench.launcher import errors
 from gpubench.launcher.calls import CountedCalls
 from gpubench.launcher.client import api_errors, describe
 from gpubench.launcher.context import Launch
-from gpubench.launcher.follow import LineAssembler
 from gpubench.launcher.plan import RunPlan
 from gpubench.launcher.results import RunFolder, RunOutcome
 from gpubench.launcher.state import LaunchState
 
+from gpubench.ingest import LineAssembler
 from gpubench.schema import SetupResult
 
 RUNNING = ("running", "deployed")
