@@ -14,7 +14,7 @@ import traceback
 
 from gpubench.catalog import WORKLOADS
 from gpubench.schema import Metric, Progress, SetupResult, to_line
-from gpubench.workload import SetupContext, config_from_dict, load_module
+from gpubench.workload import SetupContext, load_module
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
 OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "outofmemoryerror", "can't allocate memory")
@@ -68,7 +68,7 @@ def main() -> int:
     started = time.perf_counter()
     try:
         module = load_module(spec)
-        config = config_from_dict(module, job["config"])
+        config = module.Config(**job["config"])
         ctx = SetupContext(run_id=run_id, setup=setup, repeat=repeat, smoke=job["smoke"], weights=job["weights"],
                            progress=progress, weight_paths=job.get("weight_paths", {}))
         values = module.run_setup(setup, config, ctx)

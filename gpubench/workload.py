@@ -108,7 +108,3 @@ def build_config(module: types.ModuleType, smoke: bool, overrides: dict[str, str
             raise ConfigError(f"--set {name}: unknown config field; valid: {', '.join(sorted(fields))}")
         values[name] = _coerce(name, raw, hints[name])
     return config_cls(**values)
-
-
-def config_from_dict(module: types.ModuleType, data: dict[str, Any]) -> Any:
-    return module.Config(**data)
