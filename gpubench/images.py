@@ -443,14 +443,17 @@ def bake_weights(spec: WorkloadSpec, into: Path, cache: Path | None = None) -> l
         return []
     from huggingface_hub import list_repo_files, snapshot_download
 
+    from gpubench.weights import cache_folder_name, hub_repo
+
     store = cache or into
-    for repo in spec.weights:
+    for entry in spec.weights:
+        repo_type, repo = hub_repo(entry)
         ignore = list(BAKE_IGNORE)
-        if any(f.endswith(".safetensors") for f in list_repo_files(repo)):
+        if any(f.endswith(".safetensors") for f in list_repo_files(repo, repo_type=repo_type)):
             ignore.append("*pytorch_model*.bin")
-        snapshot_download(repo, cache_dir=store, ignore_patterns=ignore)
+        snapshot_download(repo, repo_type=repo_type, cache_dir=store, ignore_patterns=ignore)
         if cache is not None:
-            name = "models--" + repo.replace("/", "--")
+            name = cache_folder_name(entry)
             shutil.copytree(cache / name, into / name, symlinks=True, dirs_exist_ok=True)
     return list(spec.weights)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpubench.schema import Progress, RunFinished, RunStarted, SetupResult, parse_record
+from gpubench.schema import Derived, Progress, RunFinished, RunStarted, SetupResult, parse_record
 from gpubench.stores import RunDir
 
-AnyRecord = RunStarted | Progress | SetupResult | RunFinished
+AnyRecord = RunStarted | Progress | SetupResult | Derived | RunFinished
 
 
 class LineAssembler:

@@ -1,8 +1,10 @@
-"""The local runner: every (setup, repeat) of a workload in its own fresh worker process.
+"""The local runner: every (setup group, repeat) of a workload in its own fresh worker process.
 
-Data flow: runner -> worker (JSON job on stdin) -> records on the worker's stdout -> runner adds
-cost metrics -> RunDir (stdout + results.jsonl). Worker stderr goes to our stderr and run.log.
-A setup that fails or runs out of memory is a result row; the other setups still run.
+A group is one setup, or adjacent setups that share a session (workload.groups). Data flow: runner ->
+worker (JSON job on stdin) -> records on the worker's stdout -> runner adds cost metrics -> RunDir
+(stdout + results.jsonl); after each repeat, the workload's `derive` adds metrics across setups as
+`derived` records. Worker stderr goes to our stderr and run.log. A setup that fails or runs out of
+memory is a result row; the other setups still run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gpubench import __version__, environment
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
+    Derived,
     Metric,
     Progress,
     RunFinished,
@@ -29,6 +32,7 @@ from gpubench.schema import (
     summarize_results,
 )
 from gpubench.stores import RunDir
+from gpubench.workload import groups, load_module
 
 
 @dataclass
@@ -98,18 +102,17 @@ class Runner:
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
+        module = load_module(req.spec)
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
-                for setup in req.setups:
+                for group in groups(module, req.setups, req.config):
                     done = len(self.results)
-                    self.run_dir.record(Progress(run_id=req.run_id, phase="setup", setup=setup, repeat=repeat,
+                    self.run_dir.record(Progress(run_id=req.run_id, phase="setup", setup=group[0], repeat=repeat,
                                                  done=done, total=total))
-                    self._echo(f"[{done + 1}/{total}] {req.spec.name} {setup} (repeat {repeat})")
-                    result = self._run_one(setup, repeat, config)
-                    self.results.append(result)
-                    self.run_dir.record(result)
-                    self._echo(describe(result))
+                    self._echo(f"[{done + 1}/{total}] {req.spec.name} {', '.join(group)} (repeat {repeat})")
+                    self._run_group(group, repeat, config)
+                self._derive(module, repeat)
         except KeyboardInterrupt:
             status = "interrupted"
         finished = RunFinished(
@@ -124,10 +127,13 @@ class Runner:
         self._print(text)
         self.run_dir.log(text)
 
-    def _run_one(self, setup: str, repeat: int, config: dict[str, Any]) -> SetupResult:
+    def _run_group(self, setups: list[str], repeat: int, config: dict[str, Any]) -> None:
+        """One worker for the group; each setup's result is recorded as soon as it arrives."""
         req = self.request
-        job = {"workload": req.spec.name, "setup": setup, "repeat": repeat, "run_id": req.run_id,
-               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths}
+        job = {"workload": req.spec.name, "setups": setups, "repeat": repeat, "run_id": req.run_id,
+               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths,
+               "price_usd_per_hour": req.price_usd_per_hour}
+        label = setups[0] if len(setups) == 1 else f"{setups[0]}..{setups[-1]}"
         # -P: never import from the working directory, which may hold a source tree of gpubench
         # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
         proc = subprocess.Popen(
@@ -135,9 +141,9 @@ class Runner:
             stderr=subprocess.PIPE, text=True, bufsize=1,
         )
         stderr_tail: list[str] = []
-        relay = threading.Thread(target=self._relay_stderr, args=(proc.stderr, setup, stderr_tail), daemon=True)
+        relay = threading.Thread(target=self._relay_stderr, args=(proc.stderr, label, stderr_tail), daemon=True)
         relay.start()
-        result = None
+        results: dict[str, SetupResult] = {}
         try:
             proc.stdin.write(json.dumps(job))
             proc.stdin.close()
@@ -146,9 +152,9 @@ class Runner:
                 if isinstance(record, Progress):
                     self.run_dir.record(record)
                 elif isinstance(record, SetupResult):
-                    result = record
+                    results[record.setup] = self._finish(self._costed(record))
                 elif line.strip():
-                    self.run_dir.log(f"[{setup}] {line.rstrip()}")
+                    self.run_dir.log(f"[{label}] {line.rstrip()}")
             proc.wait()
         except KeyboardInterrupt:
             proc.kill()
@@ -156,13 +162,40 @@ class Runner:
             raise
         finally:
             relay.join(timeout=5)
-        if result is None:
-            reason = stderr_tail[-1] if stderr_tail else "no output"
-            result = SetupResult(run_id=req.run_id, setup=setup, repeat=repeat, status="error",
-                                 error=f"worker exited with code {proc.returncode} before reporting: {reason}"[:500])
-        if result.status == "ok" and req.price_usd_per_hour:
-            result.metrics.update(cost_metrics(req.spec, result.metrics, req.price_usd_per_hour))
+        reason = stderr_tail[-1] if stderr_tail else "no output"
+        for setup in setups:
+            if setup not in results:
+                self._finish(SetupResult(
+                    run_id=req.run_id, setup=setup, repeat=repeat, status="error",
+                    error=f"worker exited with code {proc.returncode} before reporting: {reason}"[:500]))
+
+    def _finish(self, result: SetupResult) -> SetupResult:
+        self.results.append(result)
+        self.run_dir.record(result)
+        self._echo(describe(result))
         return result
+
+    def _costed(self, result: SetupResult) -> SetupResult:
+        price = self.request.price_usd_per_hour
+        if result.status == "ok" and price:
+            result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
+        return result
+
+    def _derive(self, module, repeat: int) -> None:
+        """The workload's metrics across setups for this repeat, recorded and merged into its results."""
+        if not hasattr(module, "derive"):
+            return
+        ok = {r.setup: r for r in self.results if r.repeat == repeat and r.status == "ok"}
+        if not ok:
+            return
+        for setup, values in module.derive(self.request.config, list(ok.values())).items():
+            if setup not in ok or not values:
+                continue
+            metrics = {name: Metric(value=float(value), unit=module.METRICS[name].unit,
+                                    better=module.METRICS[name].better) for name, value in values.items()}
+            ok[setup].metrics.update(metrics)
+            self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
+            self._echo(f"  {setup}: " + ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in metrics.items()))
 
     def _relay_stderr(self, stream, setup: str, tail: list[str]) -> None:
         for line in stream:
@@ -175,8 +208,10 @@ class Runner:
 
 
 def overall_status(results: list[SetupResult]) -> str:
+    """ok when every setup that could run here did; a skipped setup (no hub, too few GPUs) is no failure."""
     ok = sum(r.status == "ok" for r in results)
-    if results and ok == len(results):
+    skipped = sum(r.status == "skipped" for r in results)
+    if ok and ok + skipped == len(results):
         return "ok"
     return "partial" if ok else "failed"
 

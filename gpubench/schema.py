@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: result `info`, `derived` records
 
 Status = Literal["ok", "oom", "error", "skipped"]
 
@@ -99,6 +99,16 @@ class SetupResult(_Record):
     error: str | None = None
     device: str | None = Field(None, description="the device the setup actually ran on")
     duration_s: float | None = None
+    info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
+
+
+class Derived(_Record):
+    """Metrics of one setup that need other setups' results (a speed-up against the baseline setup)."""
+
+    kind: Literal["derived"] = "derived"
+    setup: str
+    repeat: int
+    metrics: dict[str, Metric]
 
 
 class MetricSummary(_Model):
@@ -127,7 +137,7 @@ class RunFinished(_Record):
     summary: list[SetupSummary]
 
 
-Record = Annotated[RunStarted | Progress | SetupResult | RunFinished, Field(discriminator="kind")]
+Record = Annotated[RunStarted | Progress | SetupResult | Derived | RunFinished, Field(discriminator="kind")]
 _RECORD = TypeAdapter(Record)
 
 
@@ -135,7 +145,7 @@ def to_line(record: BaseModel) -> str:
     return record.model_dump_json(exclude_none=False)
 
 
-def parse_record(line: str) -> RunStarted | Progress | SetupResult | RunFinished | None:
+def parse_record(line: str) -> RunStarted | Progress | SetupResult | Derived | RunFinished | None:
     """A record from one line of output, or None when the line is not a gpubench record."""
     line = line.strip()
     if not line.startswith("{"):

@@ -4,6 +4,9 @@ Looked for, in order: `$GPUBENCH_WEIGHTS_DIR/<org>/<name>/` (a plain folder, e.g
 into a Runcrate job), then the Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
 `~/.cache/huggingface/hub`), which an image build can fill (its WEIGHTS build arg). Nothing is ever
 downloaded here: a benchmark that fetches weights mid-run measures the network, not the GPU.
+
+Data sets are entries like weights, written "datasets/<org>/<name>" as the Hub writes them: they are
+looked for in `$GPUBENCH_WEIGHTS_DIR/datasets/<org>/<name>/` and in the cache's `datasets--<org>--<name>`.
 """
 
 from __future__ import annotations
@@ -32,9 +35,32 @@ def hub_cache() -> Path:
     return Path.home() / ".cache" / "huggingface" / "hub"
 
 
+DATASET_PREFIX = "datasets/"
+
+
+def hub_repo(entry: str) -> tuple[str, str]:
+    """(repo_type, repo_id) of a catalog entry: "datasets/org/name" is a data set, anything else a model."""
+    if entry.startswith(DATASET_PREFIX):
+        return "dataset", entry[len(DATASET_PREFIX):]
+    return "model", entry
+
+
+def cache_folder_name(entry: str) -> str:
+    repo_type, repo_id = hub_repo(entry)
+    return f"{repo_type}s--{repo_id.replace('/', '--')}"
+
+
+def revision(path: str | Path | None) -> str | None:
+    """The Hub revision of a folder found in the cache (its snapshot's name); None for a plain folder."""
+    if path is None:
+        return None
+    path = Path(path)
+    return path.name if path.parent.name == "snapshots" else None
+
+
 def _from_cache(repo_id: str) -> Path | None:
     """The snapshot folder `refs/main` points at, when it holds files (the cache's documented layout)."""
-    repo_dir = hub_cache() / f"models--{repo_id.replace('/', '--')}"
+    repo_dir = hub_cache() / cache_folder_name(repo_id)
     try:
         revision = (repo_dir / "refs" / "main").read_text().strip()
     except OSError:

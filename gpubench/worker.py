@@ -1,23 +1,33 @@
-"""One setup, one repeat, in a fresh process: `python -m gpubench.worker` with a JSON job on stdin.
+"""A group of setups, one repeat, in a fresh process: `python -m gpubench.worker` with a JSON job on stdin.
 
-The worker writes records (progress, then exactly one result) as JSON Lines to the stdout it was
-given, and moves everything else a library might print to stderr, so its stdout stays parseable.
+The group is one setup, or adjacent setups sharing one session (workload.groups). The worker writes
+records (progress, then exactly one result per setup) as JSON Lines to the stdout it was given, and
+moves everything else a library might print to stderr, so its stdout stays parseable.
+
+A setup that asks for N processes (workload.processes) is run by N rank processes started here with
+torchrun's rendezvous variables (`python -m gpubench.worker --rank R`, the same job on stdin): rank 0
+writes the records, the others' stdout goes to stderr, and if any rank fails the rest are stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
+import threading
 import time
 import traceback
 
 from gpubench.catalog import WORKLOADS
-from gpubench.schema import Metric, Progress, SetupResult, to_line
-from gpubench.workload import SetupContext, load_module
+from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
+from gpubench.workload import SetupContext, SetupSkipped, load_module, processes
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
 OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "outofmemoryerror", "can't allocate memory")
+EXIT_RANK_FAILED, EXIT_RANK_OOM = 1, 3  # how a rank other than 0 says its setup failed
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -53,41 +63,193 @@ def detect_device() -> str:
     return "cpu"
 
 
-def main() -> int:
+def failure(exc: BaseException) -> tuple[str, str]:
+    if isinstance(exc, SetupSkipped):
+        return "skipped", str(exc)[:500]
+    traceback.print_exc(file=sys.stderr)
+    return ("oom" if is_oom(exc) else "error"), one_line(exc)
+
+
+class Worker:
+    def __init__(self, job: dict, records, rank: int = 0, world_size: int = 1):
+        self.job, self.records, self.rank, self.world_size = job, records, rank, world_size
+        self.run_id, self.repeat = job["run_id"], job["repeat"]
+        self.results: list[SetupResult] = []
+
+    def emit(self, record) -> None:
+        if isinstance(record, SetupResult):
+            self.results.append(record)
+        if self.rank == 0:  # the other ranks of a multi-process setup only compute
+            self.records.write(to_line(record) + "\n")
+
+    def context(self, setup: str) -> SetupContext:
+        def progress(phase, done=None, total=None, message=None):
+            self.emit(Progress(run_id=self.run_id, phase=phase, setup=setup, repeat=self.repeat, done=done,
+                               total=total, message=message))
+
+        job = self.job
+        return SetupContext(run_id=self.run_id, setup=setup, repeat=self.repeat, smoke=job["smoke"],
+                            weights=job["weights"], progress=progress, weight_paths=job.get("weight_paths", {}),
+                            price_usd_per_hour=job.get("price_usd_per_hour"), rank=self.rank,
+                            world_size=self.world_size)
+
+    def result(self, setup: str, module, started: float, values=None, exc=None, extra=None) -> SetupResult:
+        if exc is None:
+            metrics = {}
+            for name, value in {**(extra.metrics if extra else {}), **values}.items():
+                definition = module.METRICS[name]  # an undeclared metric is a bug in the workload
+                metrics[name] = Metric(value=float(value), unit=definition.unit, better=definition.better)
+            result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
+        else:
+            status, error = failure(exc)
+            result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status=status, error=error)
+        result.info = dict(extra.info) if extra else {}
+        result.device = detect_device() if "torch" in sys.modules else None  # failed before choosing one
+        result.duration_s = round(time.perf_counter() - started, 3)
+        return result
+
+    def run_group(self) -> None:
+        """Every setup of the group once; a session, when the workload has one, opened around them all."""
+        setups = self.job["setups"]
+        started = time.perf_counter()
+        session_ctx = None
+        try:
+            module = load_module(WORKLOADS.get(self.job["workload"]))
+            config = module.Config(**self.job["config"])
+            with contextlib.ExitStack() as stack:
+                session = None
+                if hasattr(module, "open_session"):
+                    session_ctx = self.context(setups[0])
+                    session = stack.enter_context(
+                        module.open_session(module.session_key(setups[0], config), config, session_ctx))
+                for index, setup in enumerate(setups):
+                    ctx = self.context(setup)
+                    ctx.session = session
+                    begun = time.perf_counter() if index else started
+                    try:
+                        values = module.run_setup(setup, config, ctx)
+                        if index == 0 and session_ctx is not None:  # the session's own numbers, once
+                            ctx.metrics = {**session_ctx.metrics, **ctx.metrics}
+                            ctx.info = {**session_ctx.info, **ctx.info}
+                        result = self.result(setup, module, begun, values, extra=ctx)
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - a failed setup is a result row
+                        result = self.result(setup, module, begun, exc=exc, extra=ctx)
+                    self.emit(result)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the module, config or session failed: every setup says so
+            reported = {record.setup for record in self.results}
+            for setup in setups:
+                if setup not in reported:
+                    self.emit(self.result(setup, None, started, exc=exc, extra=session_ctx))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_ranks(job: dict, records, world_size: int) -> None:
+    """One setup as `world_size` rank processes; rank 0's records are relayed, any rank's failure ends all."""
+    setup = job["setups"][0]
+    started = time.perf_counter()
+    rendezvous = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+                  "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size)}
+    ranks = []
+    for rank in range(world_size):
+        env = {**os.environ, **rendezvous, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.worker", "--rank", str(rank)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE if rank == 0 else sys.stderr,
+                                env=env, text=True)
+        proc.stdin.write(json.dumps(job))
+        proc.stdin.close()
+        ranks.append(proc)
+    result: list[SetupResult] = []
+
+    def relay() -> None:
+        for line in ranks[0].stdout:
+            record = parse_record(line)
+            if isinstance(record, SetupResult):
+                result.append(record)
+            if record is not None:
+                records.write(line if line.endswith("\n") else line + "\n")
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    try:
+        failed = _wait_all(ranks)
+    except KeyboardInterrupt:
+        _stop(ranks)
+        raise
+    reader.join(timeout=10)
+    if not result:
+        why = f"rank {failed[0]} failed (exit code {failed[1]}); see its log" if failed else "rank 0 reported nothing"
+        status = "oom" if failed and failed[1] == EXIT_RANK_OOM else "error"
+        records.write(to_line(SetupResult(
+            run_id=job["run_id"], setup=setup, repeat=job["repeat"], status=status, error=why,
+            duration_s=round(time.perf_counter() - started, 3))) + "\n")
+
+
+def _wait_all(ranks: list[subprocess.Popen]) -> tuple[int, int] | None:
+    """Wait for every rank; the first that fails stops the others (they would wait in a collective forever)."""
+    while True:
+        codes = [proc.poll() for proc in ranks]
+        bad = next(((rank, code) for rank, code in enumerate(codes) if code not in (None, 0)), None)
+        if bad:
+            _stop(ranks)
+            return bad
+        if all(code == 0 for code in codes):
+            return None
+        time.sleep(0.2)
+
+
+def _stop(ranks: list[subprocess.Popen]) -> None:
+    for proc in ranks:
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + 10
+    for proc in ranks:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     job = json.loads(sys.stdin.read())
     records = _private_stdout()
-    spec = WORKLOADS.get(job["workload"])
-    run_id, setup, repeat = job["run_id"], job["setup"], job["repeat"]
-
-    def emit(record) -> None:
-        records.write(to_line(record) + "\n")
-
-    def progress(phase: str, done: int | None = None, total: int | None = None, message: str | None = None):
-        emit(Progress(run_id=run_id, phase=phase, setup=setup, repeat=repeat, done=done, total=total, message=message))
-
-    started = time.perf_counter()
-    try:
-        module = load_module(spec)
-        config = module.Config(**job["config"])
-        ctx = SetupContext(run_id=run_id, setup=setup, repeat=repeat, smoke=job["smoke"], weights=job["weights"],
-                           progress=progress, weight_paths=job.get("weight_paths", {}))
-        values = module.run_setup(setup, config, ctx)
-        metrics = {}
-        for name, value in values.items():
-            definition = module.METRICS[name]  # an undeclared metric is a bug in the workload
-            metrics[name] = Metric(value=float(value), unit=definition.unit, better=definition.better)
-        result = SetupResult(run_id=run_id, setup=setup, repeat=repeat, status="ok", metrics=metrics)
-    except BaseException as exc:  # noqa: BLE001 - every failure becomes a result row, never a lost run
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        traceback.print_exc(file=sys.stderr)
-        status = "oom" if is_oom(exc) else "error"
-        result = SetupResult(run_id=run_id, setup=setup, repeat=repeat, status=status, error=one_line(exc))
-    result.device = detect_device() if "torch" in sys.modules else None  # failed before choosing one
-    result.duration_s = round(time.perf_counter() - started, 3)
-    emit(result)
+    if argv[:1] == ["--rank"]:  # one rank of a multi-process setup, started by run_ranks
+        rank = int(os.environ["RANK"])
+        worker = Worker(job, records, rank=rank, world_size=int(os.environ["WORLD_SIZE"]))
+        worker.run_group()
+        records.flush()
+        statuses = {r.status for r in worker.results}
+        if rank == 0 or not statuses & {"oom", "error"}:
+            return 0  # rank 0 reports for all; a skip is every rank's same verdict
+        return EXIT_RANK_OOM if "oom" in statuses else EXIT_RANK_FAILED
+    world_size = _world_size(job)
+    if world_size > 1:
+        run_ranks(job, records, world_size)
+    else:
+        Worker(job, records).run_group()
     records.flush()
     return 0
+
+
+def _world_size(job: dict) -> int:
+    """How many processes the job's setup asks for; 1 when it is a group or the module cannot say."""
+    if len(job["setups"]) != 1:
+        return 1
+    try:
+        module = load_module(WORKLOADS.get(job["workload"]))
+        return processes(module, job["setups"][0], module.Config(**job["config"]))
+    except Exception:  # noqa: BLE001 - run_group reports the same failure as a result row
+        return 1
 
 
 if __name__ == "__main__":

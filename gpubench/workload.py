@@ -9,13 +9,26 @@ A workload module defines, at module level (and imports its heavy libraries insi
     METRICS: dict[str, MetricDef]   # every metric it may report, with unit and direction
     def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
-An optional `weights_for(setup, config) -> list[repo]` narrows the catalog's weights to what one
-setup loads; `ctx.weight_paths` maps each to a local folder (None with --weights random).
-
 `run_setup` runs one setup once, in a fresh process of its own (the runner's worker), and returns
 metric values by name. Running out of memory is reported by raising (the worker classifies the
-exception as `oom`); anything else raised is an `error` result. The catalog entry (catalog.py)
-holds the metadata the launcher sees: setups, image, dependencies, expected duration, cost basis.
+exception as `oom`); `SetupSkipped` makes a `skipped` row with its reason; anything else raised is an
+`error` result. Facts that are not numbers (a data set's revision, a topology) go in `ctx.info`.
+
+Optional, each changing how setups are run, for every workload alike:
+- `weights_for(setup, config) -> list[repo]` narrows the catalog's weights to what one setup loads;
+  `ctx.weight_paths` maps each to a local folder (None with --weights random).
+- `processes(setup, config) -> int`: the setup runs as N processes with torchrun's rendezvous
+  variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); each calls
+  `run_setup`, rank 0's return value is the setup's one result (`ctx.rank`, `ctx.world_size`).
+- `session_key(setup, config) -> str` and `open_session(key, config, ctx)`, a context manager:
+  adjacent setups with the same key run in one process inside one session (one server started for
+  several load levels); `run_setup` finds it in `ctx.session`. What `open_session` puts in its
+  ctx's `metrics` and `info` is reported once, with the group's first setup.
+- `derive(config, results) -> {setup: {metric: value}}`: metrics across setups (a speed-up against
+  the baseline setup, a break-even count), computed in the parent after each repeat from that
+  repeat's ok results and recorded as `derived` records. It must not import heavy libraries.
+The catalog entry (catalog.py) holds the metadata the launcher sees: setups, image, dependencies,
+expected duration, cost basis.
 """
 
 from __future__ import annotations
@@ -48,6 +61,16 @@ class SetupContext:
     weights: Literal["auto", "random"]
     progress: Callable[..., None]  # progress(phase, done=None, total=None, message=None)
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> folder; None: random
+    price_usd_per_hour: float | None = None
+    rank: int = 0
+    world_size: int = 1
+    session: Any = None  # what the workload's open_session yielded, for setups that share one
+    metrics: dict[str, float] = dataclasses.field(default_factory=dict)  # extra values for this result
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # non-numeric facts for this result
+
+
+class SetupSkipped(Exception):
+    """A setup that cannot run here for a stated reason (no hub, too few GPUs); never a made-up number."""
 
 
 class ConfigError(ValueError):
@@ -67,6 +90,26 @@ def load_module(spec: WorkloadSpec) -> types.ModuleType:
         if not hasattr(module, name):
             raise TypeError(f"{spec.module} does not define {name}")
     return module
+
+
+def processes(module: types.ModuleType, setup: str, config: Any) -> int:
+    return int(module.processes(setup, config)) if hasattr(module, "processes") else 1
+
+
+def groups(module: types.ModuleType, setups: list[str], config: Any) -> list[list[str]]:
+    """The setups in run order, adjacent ones that share a session key together; one worker per group."""
+    if not hasattr(module, "session_key"):
+        return [[setup] for setup in setups]
+    out: list[list[str]] = []
+    last = object()
+    for setup in setups:
+        key = module.session_key(setup, config)
+        if out and key == last:
+            out[-1].append(setup)
+        else:
+            out.append([setup])
+        last = key
+    return out
 
 
 def _coerce(name: str, raw: str, annotation: Any) -> Any:

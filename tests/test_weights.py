@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpubench.weights import MissingWeights, resolve
+from gpubench.weights import MissingWeights, resolve, revision
 
 
 def _cache_snapshot(hub, repo, files=("config.json",)):
@@ -45,3 +45,26 @@ def test_missing_weights_are_named_with_the_ways_to_provide_them(tmp_path, monke
 def test_random_weights_need_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty"))
     assert resolve("embed", ["BAAI/bge-small-en-v1.5"], "random") == {"BAAI/bge-small-en-v1.5": None}
+
+
+def test_data_sets_are_found_beside_models_and_carry_their_revision(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("GPUBENCH_WEIGHTS_DIR", raising=False)
+    hub = tmp_path / "hf" / "hub"
+    _cache_snapshot(hub, "yahma/alpaca-cleaned")  # a model of that name must not stand in for the data set
+    with pytest.raises(MissingWeights, match="datasets/yahma/alpaca-cleaned"):
+        resolve("finetune", ["datasets/yahma/alpaca-cleaned"], "auto")
+    data_dir = hub / "datasets--yahma--alpaca-cleaned"
+    (data_dir / "refs").mkdir(parents=True)
+    (data_dir / "refs" / "main").write_text("feedc0de")
+    (data_dir / "snapshots" / "feedc0de").mkdir(parents=True)
+    (data_dir / "snapshots" / "feedc0de" / "alpaca_data_cleaned.json").write_text("[]")
+    found = resolve("finetune", ["datasets/yahma/alpaca-cleaned"], "auto")["datasets/yahma/alpaca-cleaned"]
+    assert found == data_dir / "snapshots" / "feedc0de" and revision(found) == "feedc0de"
+    volume = tmp_path / "volume" / "datasets" / "yahma" / "alpaca-cleaned"
+    volume.mkdir(parents=True)
+    (volume / "alpaca_data_cleaned.json").write_text("[]")
+    monkeypatch.setenv("GPUBENCH_WEIGHTS_DIR", str(tmp_path / "volume"))
+    found = resolve("finetune", ["datasets/yahma/alpaca-cleaned"], "auto")["datasets/yahma/alpaca-cleaned"]
+    assert found == volume and revision(found) is None
