@@ -113,8 +113,10 @@ def images() -> None:
 @click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
               help="With --docker: the weights cache volume.")
+@click.option("--cpu", "on_cpu", is_flag=True,
+              help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume) -> None:
+        cache_volume, on_cpu) -> None:
     """Run WORKLOAD: each setup in a fresh process; records on stdout, a run folder on disk."""
     from gpubench import runid, stores
     from gpubench import weights as weight_store
@@ -123,6 +125,10 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
 
     spec = WORKLOADS.get(workload)
     setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
+    if not setups:
+        raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
+    if image and not docker:
+        raise CliError("--image applies only with --docker (the image to run); add --docker or drop --image")
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
     if price is None:
@@ -139,6 +145,8 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         module = load_module(spec)
         config = build_config(module, smoke, parse_overrides(list(overrides)))
         weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
+        if not smoke and not on_cpu:
+            _refuse_full_size_without_gpu(spec)
     else:
         from gpubench.docker_run import DockerUnavailable, connect
 
@@ -167,6 +175,15 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         if not ok and code == EXIT_OK:
             code = EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _refuse_full_size_without_gpu(spec) -> None:
+    """The study's full size on a CPU runs for hours: ask for an explicit choice before starting it."""
+    from gpubench import environment
+
+    if spec.gpu_count and not environment.gpu_names():
+        raise CliError(f"no GPU found (nvidia-smi): the full-size {spec.name} study would run for hours on the CPU;"
+                       " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
 
 
 def _price_from_launcher() -> float | None:

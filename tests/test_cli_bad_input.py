@@ -1,7 +1,7 @@
 """Bad input: one line on stderr, exit code 2, and no run folder left behind."""
 
 import pytest
-from clirun import gpubench
+from clirun import BIN, gpubench
 
 
 @pytest.mark.parametrize("args, says", [
@@ -15,7 +15,8 @@ from clirun import gpubench
     (["run", "train-compile", "--set", "nosuch=1"], "unknown config field"),
     (["run", "train-compile", "--weights", "real"], "Invalid value for '--weights'"),
     (["run", "train-compile", "--frobnicate"], "No such option"),
-    (["run", "embed", "--smoke"], "'embed' is in the catalog but its code is not written yet"),
+    (["run", "train-compile", "--setups", ","], "--setups names no setup; valid: eager-sdpa, compile-sdpa"),
+    (["run", "train-compile", "--image", "x"], "--image applies only with --docker"),
     (["upload", "not-a-run"], "is not a gpubench run folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
@@ -25,6 +26,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     assert len(lines) == 1 and lines[0].startswith("gpubench: error: ") and says in lines[0]
     assert result.stdout == ""
     assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_a_full_size_run_on_a_host_without_gpu_asks_for_an_explicit_choice(tmp_path):
+    no_gpu = {"PATH": str(BIN)}  # the venv's scripts only: no nvidia-smi, whatever this host has
+    result = gpubench("run", "train-compile", cwd=tmp_path, env=no_gpu)
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        "gpubench: error: no GPU found (nvidia-smi): the full-size train-compile study would run for hours on the"
+        " CPU; use --smoke to test the code path, or --cpu to run it on the CPU anyway")
+    assert not (tmp_path / "gpubench-results").exists()
+    # --cpu is the explicit yes: the run starts (here with a sequence length that fails at once, to stay short)
+    result = gpubench("run", "train-compile", "--cpu", "--setups", "eager-sdpa", "--set", "seq_len=-1", cwd=tmp_path,
+                      env=no_gpu)
+    kinds = [r["kind"] for r in result.records()]
+    assert result.code == 1 and kinds[0] == "run_started" and kinds[-1] == "run_finished"
 
 
 def test_missing_s3_credentials_fail_before_running(tmp_path, clean_aws_env):
