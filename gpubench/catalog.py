@@ -96,6 +96,7 @@ WORKLOADS.add("embed", WorkloadSpec(
     dependencies={**TORCH, **TRANSFORMERS, "sentence-transformers": "5.7.0"},
     cost=CostBasis(metric="passages_per_s", unit="1M passages", per=1e6),
     weights=("BAAI/bge-small-en-v1.5", "BAAI/bge-base-en-v1.5", "BAAI/bge-large-en-v1.5"),
+    module="gpubench.workloads.embed",
 ))
 WORKLOADS.add("cold-start", WorkloadSpec(
     name="cold-start",
@@ -106,6 +107,7 @@ WORKLOADS.add("cold-start", WorkloadSpec(
     dependencies={**TORCH, **TRANSFORMERS, "huggingface-hub": "0.36.2", "hf-xet": "1.7.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="total_s", unit="start", per=1, kind="seconds"),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
+    module="gpubench.workloads.cold_start",
 ))
 WORKLOADS.add("whisper", WorkloadSpec(
     name="whisper",
@@ -119,6 +121,7 @@ WORKLOADS.add("whisper", WorkloadSpec(
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
     weights=("Systran/faster-whisper-large-v3", "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
              "openai/whisper-large-v3"),
+    module="gpubench.workloads.whisper",
 ))
 WORKLOADS.add("finetune", WorkloadSpec(
     name="finetune",
@@ -130,6 +133,7 @@ WORKLOADS.add("finetune", WorkloadSpec(
     dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},
     cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
     weights=("Qwen/Qwen2.5-1.5B-Instruct",),
+    module="gpubench.workloads.finetune",
 ))
 WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     name="ollama-vs-vllm",
@@ -140,6 +144,7 @@ WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
+    module="gpubench.workloads.ollama_vs_vllm",
 ))
 WORKLOADS.add("sdxl", WorkloadSpec(
     name="sdxl",
@@ -150,6 +155,7 @@ WORKLOADS.add("sdxl", WorkloadSpec(
     dependencies={**TORCH, "diffusers": "0.42.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="images_per_s", unit="1k images", per=1e3),
     weights=("stabilityai/stable-diffusion-xl-base-1.0", "madebyollin/sdxl-vae-fp16-fix"),
+    module="gpubench.workloads.sdxl",
 ))
 WORKLOADS.add("vllm-fp8", WorkloadSpec(
     name="vllm-fp8",
@@ -161,6 +167,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
     dependencies={**VLLM},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
+    module="gpubench.workloads.vllm_fp8",
 ))
 WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     name="vllm-prefix-cache",
@@ -171,15 +178,21 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     dependencies={**VLLM},
     cost=CostBasis(metric="requests_per_s", unit="1k requests", per=1e3),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
+    module="gpubench.workloads.vllm_prefix_cache",
 ))
 WORKLOADS.add("ddp-scaling", WorkloadSpec(
     name="ddp-scaling",
     title="DDP scaling on one multi-GPU host: plain, bf16 gradient compression, accumulation",
     study="4 GPUs, 2x speed: why PyTorch DDP stalled on a PCIe-only 4x RTX A6000, and two flags that took it to 3.6x",
-    setups=("1gpu", "plain", "bf16-hook", "accum4", "both", "allreduce"),
+    setups=("allreduce-2gpu", "allreduce-4gpu",
+            "124m-1gpu", "124m-1gpu-accum4", "124m-2gpu", "124m-4gpu", "124m-4gpu-bf16", "124m-4gpu-accum4",
+            "124m-4gpu-both",
+            "355m-1gpu", "355m-1gpu-accum4", "355m-2gpu", "355m-4gpu", "355m-4gpu-bf16", "355m-4gpu-accum4",
+            "355m-4gpu-both"),
     gpus="4 GPUs of one host (PCIe-only in the study)", gpu_count=4, min_gpu_memory_gb=24, expected_minutes=15,
     dependencies={**TORCH},
     cost=CostBasis(metric="tokens_per_s", unit="1B tokens", per=1e9),
+    module="gpubench.workloads.ddp_scaling",
 ))
 WORKLOADS.add("first-matmul", WorkloadSpec(
     name="first-matmul",
@@ -201,4 +214,5 @@ WORKLOADS.add("vllm-serving", WorkloadSpec(
     dependencies={**VLLM},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
+    module="gpubench.workloads.vllm_serving",
 ))
