@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment
+from gpubench import __version__, environment, summary
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
@@ -120,7 +120,18 @@ class Runner:
                 time.perf_counter() - started, 3), summary=summarize_results(req.setups, self.results),
         )
         self.run_dir.record(finished)
+        self._write_summary(module, finished)
         return finished
+
+    def _write_summary(self, module, finished: RunFinished) -> None:
+        """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
+        req = self.request
+        header, rows = summary.table(req.spec, module, finished.summary)
+        notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
+        text = summary.markdown(header, rows, notes)
+        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{text}")
+        (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
+        self._print(text.rstrip("\n"))
 
     def _echo(self, text: str) -> None:
         """What a person reads: printed to stderr and kept in run.log."""

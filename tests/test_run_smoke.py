@@ -1,5 +1,6 @@
 """`gpubench run train-compile --smoke`: the whole local path, in a subprocess, on the CPU."""
 
+import csv
 import json
 
 import pytest
@@ -91,3 +92,19 @@ def test_a_price_list_with_no_entry_for_this_machine_leaves_costs_out(tmp_path):
     row = [r for r in result.records() if r["kind"] == "result"][0]
     assert not [name for name in row["metrics"] if "usd" in name]
     assert result.records()[0]["environment"]["price_usd_per_hour"] is None
+
+
+def test_the_run_ends_with_a_summary_table_saved_beside_the_records(smoke_run):
+    cwd, result = smoke_run
+    finished = result.records()[-1]
+    folder = cwd / "gpubench-results" / finished["run_id"]
+    table = (folder / "summary.md").read_text()
+    assert "--smoke: these numbers test the code path" in table and table.splitlines()[-2].startswith("| eager-sdpa")
+    assert table.rstrip("\n").split("\n", 2)[2] in result.stderr  # the same table was shown to the person
+    header = next(line for line in table.splitlines() if line.startswith("| setup"))
+    assert "usd_per_1M_tokens" in header and "peak_rss_gb" in header and "vs eager-sdpa" in header
+    rows = list(csv.DictReader((folder / "summary.csv").open()))
+    by_key = {(r["setup"], r["metric"]): r for r in rows}
+    step = {s["setup"]: s for s in finished["summary"]}["eager-eager"]["metrics"]["step_ms"]
+    assert float(by_key[("eager-eager", "step_ms")]["median"]) == pytest.approx(step["median"])
+    assert int(by_key[("eager-eager", "step_ms")]["n"]) == 2

@@ -1,0 +1,109 @@
+"""The table a person reads at the end of a run, also saved as summary.md and summary.csv.
+
+Per setup: its status, the workload's headline metrics (median and spread over repeats), peak memory,
+the cost per unit of output, and the speed-up against the study's baseline setup (the catalog's first
+setup) on the cost basis metric. A spread (CV) over 5% is flagged: that difference may be noise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from gpubench.catalog import WorkloadSpec
+from gpubench.schema import MetricSummary, SetupSummary
+
+NOISY_CV = 0.05
+SMOKE_BANNER = "--smoke: these numbers test the code path at a tiny size; they are not a benchmark."
+NO_PRICE = "cost not computed: no --price (or GPUBENCH_PRICE_USD_PER_HOUR)"
+
+
+@dataclass
+class Column:
+    metric: str
+    unit: str
+
+
+def headline_metrics(spec: WorkloadSpec, module, summaries: list[SetupSummary]) -> list[str]:
+    """The module's HEADLINE list, else its first four metrics; then memory and cost metrics, as reported."""
+    reported = list(dict.fromkeys(name for s in summaries for name in s.metrics))
+    chosen = list(getattr(module, "HEADLINE", None) or [m for m in getattr(module, "METRICS", {}) if m in reported][:4])
+    chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen]
+    return [m for m in chosen if m in reported]
+
+
+def speedups(spec: WorkloadSpec, summaries: list[SetupSummary]) -> dict[str, float]:
+    """Each setup's cost-basis metric against the baseline setup's (higher is faster)."""
+    if spec.cost is None:
+        return {}
+    values = {s.setup: s.metrics[spec.cost.metric].median for s in summaries if spec.cost.metric in s.metrics}
+    base = values.get(spec.setups[0])
+    if not base:
+        return {}
+    if spec.cost.kind == "rate":
+        return {setup: value / base for setup, value in values.items()}
+    return {setup: base / value for setup, value in values.items() if value}
+
+
+def cell(summary: MetricSummary | None) -> str:
+    if summary is None:
+        return ""
+    text = fmt(summary.median)
+    if summary.n > 1 and summary.cv is not None:
+        text += f" ±{summary.cv * 100:.0f}%" + (" (noisy)" if summary.cv > NOISY_CV else "")
+    return text
+
+
+def fmt(value: float) -> str:
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def table(spec: WorkloadSpec, module, summaries: list[SetupSummary]) -> tuple[list[str], list[list[str]]]:
+    metrics = headline_metrics(spec, module, summaries)
+    units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
+    gains = speedups(spec, summaries)
+    header = ["setup", "status", "n", *[f"{m} ({units[m]})" for m in metrics]]
+    if gains:
+        header.append(f"vs {spec.setups[0]}")
+    rows = []
+    for s in summaries:
+        row = [s.setup, s.status, f"{s.ok_repeats}/{s.repeats}", *[cell(s.metrics.get(m)) for m in metrics]]
+        if gains:
+            row.append(f"{gains[s.setup]:.2f}x" if s.setup in gains else "")
+        rows.append(row)
+    return header, rows
+
+
+def markdown(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join([*(f"> {note}" for note in notes), *([""] if notes else []), *lines]) + "\n"
+
+
+def full_csv(summaries: list[SetupSummary]) -> str:
+    """Every metric of every setup, one row per (setup, metric), with the whole spread."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["setup", "status", "metric", "unit", "n", "median", "min", "max", "mean", "stdev", "cv"])
+    for s in summaries:
+        if not s.metrics:
+            writer.writerow([s.setup, s.status, "", "", 0, "", "", "", "", "", ""])
+        for name, m in s.metrics.items():
+            writer.writerow([s.setup, s.status, name, m.unit, m.n, m.median, m.min, m.max, m.mean, m.stdev,
+                             "" if m.cv is None else m.cv])
+    return out.getvalue()
+
+
+def notes(smoke: bool, priced: bool, summaries: list[SetupSummary]) -> list[str]:
+    out = [SMOKE_BANNER] if smoke else []
+    if not priced:
+        out.append(NO_PRICE)
+    noisy = sorted({s.setup for s in summaries for m in s.metrics.values() if m.n > 1 and (m.cv or 0) > NOISY_CV})
+    if noisy:
+        out.append(f"spread over {NOISY_CV:.0%} (noisy, treat differences as within noise): {', '.join(noisy)}")
+    return out

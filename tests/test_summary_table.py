@@ -1,0 +1,43 @@
+"""The end-of-run table: speed-up against the study's baseline, spread flags, cost notes."""
+
+import pytest
+
+from gpubench import summary
+from gpubench.catalog import WORKLOADS
+from gpubench.schema import Metric, SetupResult, summarize_results
+
+SPEC = WORKLOADS.get("train-compile")  # baseline eager-sdpa; cost basis tokens_per_s
+
+
+def rows(setup, values, metric="tokens_per_s"):
+    return [SetupResult(run_id="r", setup=setup, repeat=i + 1, status="ok",
+                        metrics={metric: Metric(value=v, unit="tokens/s", better="higher")})
+            for i, v in enumerate(values)]
+
+
+def test_speedup_is_against_the_first_setup_on_the_cost_metric():
+    results = rows("eager-sdpa", [100, 110, 90]) + rows("compile-sdpa", [150, 120, 130])
+    results.append(SetupResult(run_id="r", setup="eager-eager", repeat=1, status="oom", error="x"))
+    summaries = summarize_results(["eager-sdpa", "compile-sdpa", "eager-eager"], results)
+    assert summary.speedups(SPEC, summaries) == {"eager-sdpa": 1.0, "compile-sdpa": pytest.approx(1.3)}
+    header, table = summary.table(SPEC, None, summaries)
+    assert header[-1] == "vs eager-sdpa"
+    assert table[1][-1] == "1.30x" and table[2][:3] == ["eager-eager", "oom", "0/1"] and table[2][-1] == ""
+
+
+def test_a_spread_over_five_percent_is_flagged_and_a_missing_price_said():
+    summaries = summarize_results(["eager-sdpa", "compile-sdpa"],
+                                  rows("eager-sdpa", [100, 101, 99]) + rows("compile-sdpa", [100, 130, 70]))
+    by_setup = {s.setup: s for s in summaries}
+    assert summary.cell(by_setup["eager-sdpa"].metrics["tokens_per_s"]) == "100 ±1%"
+    assert summary.cell(by_setup["compile-sdpa"].metrics["tokens_per_s"]) == "100 ±30% (noisy)"
+    notes = summary.notes(smoke=False, priced=False, summaries=summaries)
+    assert notes == [summary.NO_PRICE, "spread over 5% (noisy, treat differences as within noise): compile-sdpa"]
+    assert summary.notes(smoke=True, priced=True, summaries=summaries[:1]) == [summary.SMOKE_BANNER]
+
+
+def test_a_seconds_basis_inverts_the_ratio():
+    spec = WORKLOADS.get("cold-start")  # total_s: fewer seconds is faster
+    results = rows(spec.setups[0], [50.0], "total_s") + rows("cache-warm", [20.0], "total_s")
+    summaries = summarize_results([spec.setups[0], "cache-warm"], results)
+    assert summary.speedups(spec, summaries)["cache-warm"] == pytest.approx(2.5)
