@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from gpubench.catalog import WORKLOADS
+from gpubench.loadgen.loadgen_cli import loadgen
 from gpubench.registry import UnknownName, pick
 
 EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT, EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -65,6 +66,37 @@ def list_cmd(as_json: bool) -> None:
         click.echo(f"{'':<{width}}  setups: {', '.join(r['setups'])}")
         click.echo(f"{'':<{width}}  gpus:   {r['gpus']}; about {r['expected_minutes']:g} min" + (
             f"; runs via {r['via']}" if r["via"] != "job" else ""))
+
+
+@cli.command()
+@click.argument("workload")
+def show(workload: str) -> None:
+    """One study: its setups, config fields and defaults, metrics, GPUs and image."""
+    import dataclasses
+
+    from gpubench.workload import load_module
+
+    spec = WORKLOADS.get(workload)
+    module = load_module(spec)
+    notes = getattr(module, "SETUP_NOTES", {})
+    lines = [f"{spec.name}: {spec.title}", f"study:  {spec.study}",
+             f"gpus:   {spec.gpus}; at least {spec.min_gpu_memory_gb:g} GB; about {spec.expected_minutes:g} min",
+             f"image:  {spec.image}", "", "setups:"]
+    lines += [f"  {setup:<24} {notes.get(setup, '')}".rstrip() for setup in spec.setups]
+    lines += ["", "config (--set NAME=VALUE; --smoke sets the values in brackets):"]
+    for field in dataclasses.fields(module.Config):
+        smoke = f"  [{module.SMOKE[field.name]}]" if field.name in module.SMOKE else ""
+        lines.append(f"  {field.name:<24} {field.default!r}{smoke}")
+    lines += ["", "metrics:"]
+    for name, metric in module.METRICS.items():
+        better = f", {metric.better} is better" if metric.better else ""
+        lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
+    if spec.cost:
+        lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
+    if spec.weights:
+        lines += ["", "weights and data (--weights random builds the models from their configs):"]
+        lines += [f"  {repo}" for repo in spec.weights]
+    click.echo("\n".join(lines))
 
 
 @cli.command()
@@ -301,6 +333,9 @@ def upload(run_dirs, store, results_dir) -> None:
         failed += not ok
     if failed:
         sys.exit(EXIT_UPLOAD_FAILED)
+
+
+cli.add_command(loadgen)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,6 +48,7 @@ from gpubench.catalog import WorkloadSpec
 class MetricDef:
     unit: str
     better: Literal["higher", "lower"] | None = None
+    help: str = ""  # what the number is, for `gpubench show`
 
 
 @dataclass

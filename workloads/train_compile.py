@@ -41,14 +41,14 @@ SMOKE = {
 }
 
 METRICS = {
-    "first_step_s": MetricDef("s", "lower"),
-    "step_ms": MetricDef("ms", "lower"),
-    "step_ms_p50": MetricDef("ms", "lower"),
-    "step_ms_p90": MetricDef("ms", "lower"),
-    "tokens_per_s": MetricDef("tokens/s", "higher"),
-    "peak_mem_gb": MetricDef("GB", "lower"),
-    "peak_rss_gb": MetricDef("GB", "lower"),
-    "params_m": MetricDef("M params"),
+    "first_step_s": MetricDef("s", "lower", "the first training step, compilation included"),
+    "step_ms": MetricDef("ms", "lower", "wall time of the timed steps / steps (the study's number)"),
+    "step_ms_p50": MetricDef("ms", "lower", "median of the per-step times (CUDA events), for the spread"),
+    "step_ms_p90": MetricDef("ms", "lower", "90th percentile of the per-step times"),
+    "tokens_per_s": MetricDef("tokens/s", "higher", "batch x sequence / step_ms"),
+    "peak_mem_gb": MetricDef("GB", "lower", "torch.cuda.max_memory_allocated over the timed steps"),
+    "peak_rss_gb": MetricDef("GB", "lower", "peak resident memory of the process (CPU runs)"),
+    "params_m": MetricDef("M params", None, "model parameters"),
 }
 
 SETUPS = {  # setup name -> (compile?, attn_implementation)
@@ -56,6 +56,12 @@ SETUPS = {  # setup name -> (compile?, attn_implementation)
     "compile-sdpa": (True, "sdpa"),
     "eager-eager": (False, "eager"),
     "compile-eager": (True, "eager"),
+}
+SETUP_NOTES = {
+    "eager-sdpa": "eager PyTorch, PyTorch's fused SDPA attention (the baseline)",
+    "compile-sdpa": "torch.compile(model), default mode, SDPA attention",
+    "eager-eager": "eager PyTorch, transformers' naive matmul-softmax-matmul attention",
+    "compile-eager": "torch.compile(model) over the naive attention",
 }
 
 
