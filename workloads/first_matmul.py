@@ -24,13 +24,14 @@ class Config:
 SMOKE = {"size": 256, "warm_repeats": 3}
 
 METRICS = {
-    "import_torch_s": MetricDef("s", "lower"),
-    "first_matmul_s": MetricDef("s", "lower"),
-    "warm_matmul_ms": MetricDef("ms", "lower"),
-    "warm_tflops": MetricDef("TFLOP/s", "higher"),
+    "import_torch_s": MetricDef("s", "lower", "import torch in a fresh process"),
+    "first_matmul_s": MetricDef("s", "lower", "CUDA context + the first size x size fp32 matmul, synchronised"),
+    "warm_matmul_ms": MetricDef("ms", "lower", "the same matmul once warm, mean of warm_repeats"),
+    "warm_tflops": MetricDef("TFLOP/s", "higher", "2 size^3 / warm_matmul_ms"),
 }
 
 SETUPS = {"matmul": None}
+SETUP_NOTES = {"matmul": "import torch, create the CUDA context, one 4096x4096 matmul (the launcher times the rest)"}
 
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
