@@ -338,6 +338,50 @@ def upload(run_dirs, store, results_dir) -> None:
 cli.add_command(loadgen)
 
 
+@cli.command()
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",
+              help="Exit 1 when this metric got worse beyond noise in RUN_B (repeatable), e.g. to gate CI.")
+@click.option("--noise", type=float, default=0.05, show_default=True,
+              help="The smallest relative difference that counts, whatever the runs' own spread.")
+@click.option("--all", "show_all", is_flag=True, help="Show metrics within noise too.")
+def compare(run_a, run_b, fail_on, noise, show_all) -> None:
+    """RUN_B against RUN_A (run folders of one workload): ratio per setup and metric, beyond noise or not."""
+    from gpubench import stored
+    from gpubench.compare import compare as compare_runs
+    from gpubench.compare import regressions
+    from gpubench.summary import fmt
+
+    if noise < 0:
+        raise CliError(f"--noise must be 0 or more (got {noise})")
+    try:
+        a, b = stored.load(run_a), stored.load(run_b)
+        rows = compare_runs(a, b, floor=noise)
+    except (stored.StoredRunError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    known = {row.metric for row in rows}
+    unknown = [m for m in fail_on if m not in known]
+    if unknown:
+        raise CliError(f"--fail-on {unknown[0]}: no such metric in both runs; valid: {', '.join(sorted(known))}")
+    for run in (a, b):
+        if run.partial:
+            click.echo(f"gpubench: {run.path} is a partial run (no run_finished): compared on the rows it has",
+                       err=True)
+    click.echo(f"| setup | metric | A | B | B/A | verdict (noise ±{noise:.0%} or 2 CV) |\n|---|---|---|---|---|---|")
+    for row in rows:
+        if show_all or row.verdict != "within noise":
+            ratio = f"{row.ratio:.3f}" if row.ratio is not None else ""
+            click.echo(f"| {row.setup} | {row.metric} ({row.unit}) | {fmt(row.a)} | {fmt(row.b)} | {ratio} |"
+                       f" {row.verdict} |")
+    worse = regressions(rows, list(fail_on))
+    for row in worse:
+        click.echo(f"gpubench: {row.setup} {row.metric} regressed: {fmt(row.a)} -> {fmt(row.b)} {row.unit}"
+                   f" (beyond ±{row.noise:.0%})", err=True)
+    if worse:
+        sys.exit(EXIT_SETUP_FAILED)
+
+
 def main(argv: list[str] | None = None) -> None:
     from gpubench.stores import StoreError
     from gpubench.weights import MissingWeights

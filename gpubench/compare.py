@@ -1,0 +1,62 @@
+"""Two runs of one workload side by side: per setup and metric, the ratio and whether it is beyond noise.
+
+Noise is what the runs measured: a difference counts only when it exceeds twice the larger CV of the
+two (over their repeats), and never less than the floor (`--noise`, default 5%: single runs carry no
+spread of their own, and the studies call differences under 5 to 10% noise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpubench.stored import StoredRun
+
+Verdict = Literal["better", "worse", "within noise", "changed"]
+
+
+@dataclass
+class Row:
+    setup: str
+    metric: str
+    unit: str
+    a: float
+    b: float
+    noise: float
+    verdict: Verdict
+
+    @property
+    def ratio(self) -> float | None:
+        return self.b / self.a if self.a else None
+
+
+def compare(a: StoredRun, b: StoredRun, floor: float = 0.05) -> list[Row]:
+    if a.workload != b.workload:
+        raise ValueError(f"cannot compare a {a.workload} run with a {b.workload} run")
+    directions = {**a.directions(), **b.directions()}
+    b_setups = {s.setup: s for s in b.summary()}
+    rows = []
+    for sa in a.summary():
+        sb = b_setups.get(sa.setup)
+        if sb is None:
+            continue
+        for name, ma in sa.metrics.items():
+            mb = sb.metrics.get(name)
+            if mb is None:
+                continue
+            noise = max(floor, 2 * max(ma.cv or 0, mb.cv or 0))
+            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, noise,
+                            verdict(ma.median, mb.median, noise, directions.get(name))))
+    return rows
+
+
+def verdict(a: float, b: float, noise: float, better: str | None) -> Verdict:
+    if a == b or (a and abs(b / a - 1) <= noise) or (not a and abs(b) <= noise):
+        return "within noise"
+    if better is None:
+        return "changed"
+    return "better" if (b > a) == (better == "higher") else "worse"
+
+
+def regressions(rows: list[Row], metrics: list[str]) -> list[Row]:
+    return [row for row in rows if row.metric in metrics and row.verdict == "worse"]

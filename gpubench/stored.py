@@ -1,0 +1,88 @@
+"""Reading stored runs back: a run folder's results.jsonl as typed records, complete or not.
+
+A run that never wrote `run_finished` (killed, or still going) is `partial`: its result rows are
+still read and summarised, and every reader says so rather than dropping it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpubench.schema import (
+    Derived,
+    RunFinished,
+    RunStarted,
+    SetupResult,
+    SetupSummary,
+    parse_record,
+    summarize_results,
+)
+from gpubench.stores import RECORDS_FILE
+
+
+class StoredRunError(ValueError):
+    """A path that holds no readable run; str() is one line."""
+
+
+@dataclass
+class StoredRun:
+    path: Path
+    started: RunStarted
+    results: list[SetupResult] = field(default_factory=list)
+    finished: RunFinished | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.finished is None
+
+    @property
+    def workload(self) -> str:
+        return self.started.workload
+
+    @property
+    def price_usd_per_hour(self) -> float | None:
+        return self.started.environment.price_usd_per_hour
+
+    @property
+    def gpu(self) -> str:
+        gpus = self.started.environment.gpus
+        return gpus[0].name if gpus else "cpu"
+
+    def directions(self) -> dict[str, str | None]:
+        """Each metric's better direction, as its result rows carry it."""
+        return {name: m.better for r in self.results for name, m in r.metrics.items()}
+
+    def summary(self) -> list[SetupSummary]:
+        """The run's own summary when it finished; otherwise one made from the rows it has."""
+        if self.finished is not None:
+            return self.finished.summary
+        return summarize_results(self.started.setups, self.results)
+
+
+def load(path: str | Path) -> StoredRun:
+    path = Path(path)
+    records_file = path / RECORDS_FILE if path.is_dir() else path
+    try:
+        lines = records_file.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise StoredRunError(f"{path}: not a gpubench run ({exc.strerror or exc})") from None
+    started, finished, results = None, None, {}
+    for number, line in enumerate(lines, 1):
+        try:
+            record = parse_record(line)
+        except ValueError as exc:  # another schema major version
+            raise StoredRunError(f"{records_file}:{number}: {exc}") from None
+        if isinstance(record, RunStarted):
+            started = record
+        elif isinstance(record, SetupResult):
+            results[(record.setup, record.repeat)] = record
+        elif isinstance(record, Derived):
+            row = results.get((record.setup, record.repeat))
+            if row is not None:
+                row.metrics.update(record.metrics)
+        elif isinstance(record, RunFinished):
+            finished = record
+    if started is None:
+        raise StoredRunError(f"{records_file}: no run_started record, so not a gpubench run")
+    return StoredRun(path=path, started=started, results=list(results.values()), finished=finished)
