@@ -29,7 +29,6 @@ def assert_one_line_error(result, *fragments: str) -> str:
 @pytest.mark.parametrize("args, fragments", [
     (["train-compile", "--gpu", "B300"], ["unknown GPU 'B300'", "A100, A100-80GB, A4000, H100, L40S, RTX5090"]),
     (["nope", "--gpu", "L40S"], ["unknown workload 'nope'", "train-compile", "first-matmul"]),
-    (["embed", "--gpu", "L40S"], ["'embed' is catalogued but not implemented", "implemented: train-compile"]),
     (["train-compile", "--gpu", "L40S", "--setups", "eager-sdpa,fast"], ["unknown setup 'fast'", "compile-eager"]),
     (["train-compile", "--gpu", "L40S", "--max-cost", "-1"], ["--max-cost", "-1"]),
     (["train-compile", "--gpu", "L40S:9"], ["count after ':' must be 1 to 8"]),
