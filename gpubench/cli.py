@@ -339,6 +339,37 @@ cli.add_command(loadgen)
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write an HTML page with the plots embedded (opens with no network).")
+def report(paths, html_file) -> None:
+    """The studies' tables from stored runs: run folders, a results folder or an s3://bucket/prefix."""
+    from gpubench import report as reports
+    from gpubench import stored
+    from gpubench.stores import StoreError
+
+    def progress(path, done, total):
+        if total > 5 and (done == total or done % 10 == 0):
+            click.echo(f"gpubench: read {done}/{total} runs under {path}", err=True)
+
+    try:
+        built = reports.build(stored.discover(list(paths), on_progress=progress))
+    except (stored.StoredRunError, StoreError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    for workload in built:
+        partial = sorted({str(run) for row in workload.rows if row.partial for run in [row.gpu]})
+        if partial:
+            click.echo(f"gpubench: {workload.spec.name}: partial runs (no run_finished) on {', '.join(partial)};"
+                       " their rows are shown as they are", err=True)
+    click.echo(reports.markdown(built))
+    if html_file:
+        from gpubench.report_html import render
+
+        html_file.write_text(render(built))
+        click.echo(f"gpubench: wrote {html_file}", err=True)
+
+
+@cli.command()
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",

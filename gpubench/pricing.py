@@ -37,14 +37,20 @@ def parse_prices(text: str) -> dict[str, float]:
     return prices
 
 
-def price_for(prices: dict[str, float], gpu_names: list[str]) -> tuple[str, float] | None:
-    """(candidate, price) for the GPU this machine has, the most specific name winning (A100-80GB over A100)."""
+def best_match(names, gpu_names: list[str]) -> str | None:
+    """The name (a GPU class like "A100-80GB") that fits every GPU seen, the most specific winning; None if tied."""
     if not gpu_names:
         return None
-    found = [(len(_tokens(name)), name) for name in prices if all(_matches(name, gpu) for gpu in gpu_names)]
+    found = [(len(_tokens(name)), name) for name in names if all(_matches(name, gpu) for gpu in gpu_names)]
     if not found:
         return None
     found.sort(reverse=True)
     if len(found) > 1 and found[0][0] == found[1][0]:
         return None
-    return found[0][1], prices[found[0][1]]
+    return found[0][1]
+
+
+def price_for(prices: dict[str, float], gpu_names: list[str]) -> tuple[str, float] | None:
+    """(candidate, price) for the GPU this machine has, the most specific name winning (A100-80GB over A100)."""
+    name = best_match(prices, gpu_names)
+    return None if name is None else (name, prices[name])

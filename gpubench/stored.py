@@ -60,6 +60,54 @@ class StoredRun:
         return summarize_results(self.started.setups, self.results)
 
 
+def discover(paths: list[str], on_progress=None) -> list[StoredRun]:
+    """Every run under the given paths: run folders, folders of run folders, or s3://bucket/prefix."""
+    runs = []
+    for given in paths:
+        folders = _fetch_s3(given) if given.startswith("s3://") else _run_folders(Path(given))
+        if not folders:
+            raise StoredRunError(f"{given}: no gpubench runs there (no {RECORDS_FILE})")
+        for index, folder in enumerate(folders, 1):
+            runs.append(load(folder))
+            if on_progress:
+                on_progress(given, index, len(folders))
+    return runs
+
+
+def _run_folders(path: Path) -> list[Path]:
+    if (path / RECORDS_FILE).is_file() or path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise StoredRunError(f"{path}: no such folder")
+    return sorted(p.parent for p in path.glob(f"*/{RECORDS_FILE}"))
+
+
+def _fetch_s3(url: str) -> list[Path]:
+    """Each run's records under an s3:// prefix, copied to a temporary folder (the report reads only those)."""
+    import tempfile
+
+    from gpubench.stores import StoreError, parse_store
+
+    store = parse_store(url)
+    client = store.client()
+    root = Path(tempfile.mkdtemp(prefix="gpubench-report-"))
+    folders = []
+    try:
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=store.prefix)
+        keys = [obj["Key"] for page in pages for obj in page.get("Contents", []) if obj["Key"].endswith(
+            "/" + RECORDS_FILE)]
+        for key in sorted(keys):
+            folder = root / key.rsplit("/", 2)[-2]
+            folder.mkdir(exist_ok=True)
+            client.download_file(store.bucket, key, str(folder / RECORDS_FILE))
+            folders.append(folder)
+    except StoreError:
+        raise
+    except Exception as exc:  # botocore's many types all mean "cannot read the store"
+        raise StoredRunError(f"cannot read {url}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+    return folders
+
+
 def load(path: str | Path) -> StoredRun:
     path = Path(path)
     records_file = path / RECORDS_FILE if path.is_dir() else path

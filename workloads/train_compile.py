@@ -49,7 +49,10 @@ METRICS = {
     "peak_mem_gb": MetricDef("GB", "lower", "torch.cuda.max_memory_allocated over the timed steps"),
     "peak_rss_gb": MetricDef("GB", "lower", "peak resident memory of the process (CPU runs)"),
     "params_m": MetricDef("M params", None, "model parameters"),
+    "achieved_tflops": MetricDef("TFLOP/s", "higher", "model FLOPs per token x tokens/s (6N + 12 L H S per token)"),
 }
+
+HEADLINE = ["step_ms", "tokens_per_s", "peak_mem_gb", "first_step_s", "1M_tokens_per_usd"]  # the post's columns
 
 SETUPS = {  # setup name -> (compile?, attn_implementation)
     "eager-sdpa": (False, "sdpa"),
@@ -130,19 +133,28 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     per_step = _step_ms(marks, on_cuda)
     ctx.progress("timed", done=config.timed_steps, total=config.timed_steps)
 
+    tokens_per_s = config.batch * config.seq_len / dt
     metrics = {
         "first_step_s": first,
         "step_ms": dt * 1000,
         "step_ms_p50": statistics.median(per_step),
         "step_ms_p90": _percentile(per_step, 90),
-        "tokens_per_s": config.batch * config.seq_len / dt,
+        "tokens_per_s": tokens_per_s,
         "params_m": params / 1e6,
+        "achieved_tflops": tokens_per_s * flops_per_token(config, params) / 1e12,
     }
     if on_cuda:
         metrics["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
     else:
         metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
     return metrics
+
+
+def flops_per_token(config: Config, params: int) -> float:
+    """Training FLOPs per token: 6 per weight that multiplies (the input embedding is a lookup, not a matmul)
+    plus attention's scores and values, 12 x layers x hidden x sequence (the PaLM paper's count)."""
+    matmul_params = params - config.vocab_size * config.hidden_size
+    return 6 * matmul_params + 12 * config.num_layers * config.hidden_size * config.seq_len
 
 
 def _mark(torch, on_cuda: bool):

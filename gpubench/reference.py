@@ -1,0 +1,69 @@
+"""Numbers kept as data beside the code: the posts' published results and the GPUs' datasheet peaks.
+
+reference.csv: one published number per row (workload, GPU, setup, metric, value, post date), so a
+report can show a run against the post's row for the same GPU class. gpu_peaks.csv: each GPU class's
+dense peak TFLOP/s per dtype and its memory bandwidth, from the vendors' datasheets (leads, not
+measurements), so a result can say how close to the machine it ran.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from gpubench.pricing import best_match
+
+
+@dataclass(frozen=True)
+class Published:
+    workload: str
+    gpu: str
+    setup: str
+    metric: str
+    value: float
+    post: str
+
+
+@dataclass(frozen=True)
+class GpuPeak:
+    gpu: str
+    tflops: dict[str, float]  # dtype -> dense peak TFLOP/s
+    bandwidth_gbps: float
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    text = resources.files("gpubench").joinpath("data", name).read_text(encoding="utf-8")
+    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+
+
+@cache
+def published() -> tuple[Published, ...]:
+    return tuple(Published(r["workload"], r["gpu"], r["setup"], r["metric"], float(r["value"]), r["post"])
+                 for r in _rows("reference.csv"))
+
+
+@cache
+def gpu_peaks() -> dict[str, GpuPeak]:
+    peaks = {}
+    for r in _rows("gpu_peaks.csv"):
+        tflops = {dtype: float(r[dtype]) for dtype in ("bf16", "fp16", "fp8", "tf32", "fp32") if r[dtype]}
+        peaks[r["gpu"]] = GpuPeak(r["gpu"], tflops, float(r["bandwidth_gbps"]))
+    return peaks
+
+
+def gpu_class(gpu_name: str, classes) -> str | None:
+    """The class ("H100", "RTX5090") that an nvidia-smi name belongs to, the most specific winning."""
+    return best_match(classes, [gpu_name])
+
+
+def published_for(workload: str, gpu_name: str, setup: str, metric: str) -> Published | None:
+    rows = [p for p in published() if (p.workload, p.setup, p.metric) == (workload, setup, metric)]
+    match = gpu_class(gpu_name, {p.gpu for p in rows})
+    return next((p for p in rows if p.gpu == match), None)
+
+
+def peak_for(gpu_name: str) -> GpuPeak | None:
+    match = gpu_class(gpu_name, gpu_peaks())
+    return gpu_peaks()[match] if match else None

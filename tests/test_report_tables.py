@@ -1,0 +1,72 @@
+"""`gpubench report`: stored runs merged across GPUs and repeats into the post's tables."""
+
+import pytest
+from clirun import gpubench
+
+from gpubench.schema import Environment, GpuInfo, Metric, RunFinished, RunStarted, SetupResult, to_line
+
+
+def write_run(folder, gpu, price, rows, finished=True, workload="train-compile", config=None):
+    """A run folder as a run on `gpu` writes it; rows: [(setup, tokens_per_s, achieved_tflops)]."""
+    run_id = f"{workload}-20261130T000000Z-{abs(hash(folder.name)) % 10**6:06d}"
+    folder.mkdir(parents=True)
+    env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)] if gpu else [],
+                      price_usd_per_hour=price)
+    results = [SetupResult(run_id=run_id, setup=setup, repeat=1, status="ok", metrics={
+        "step_ms": Metric(value=8192 / tps * 1000, unit="ms", better="lower"),
+        "tokens_per_s": Metric(value=tps, unit="tokens/s", better="higher"),
+        "achieved_tflops": Metric(value=tflops, unit="TFLOP/s", better="higher")}) for setup, tps, tflops in rows]
+    records = [RunStarted(run_id=run_id, workload=workload, study="s", setups=[r[0] for r in rows], repeats=1,
+                          smoke=False, config=config or {"dtype": "bfloat16"}, environment=env), *results]
+    if finished:
+        records.append(RunFinished(run_id=run_id, status="ok", duration_s=1.0, summary=[]))
+    (folder / "results.jsonl").write_text("".join(to_line(r) + "\n" for r in records))
+
+
+def table_rows(stdout):
+    lines = [line for line in stdout.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[1:]]
+
+
+def test_runs_are_pooled_per_gpu_and_costed_at_their_own_price(tmp_path):
+    write_run(tmp_path / "runs" / "l40s-a", "NVIDIA L40S", 0.54, [("eager-sdpa", 33581, 100)])
+    write_run(tmp_path / "runs" / "l40s-b", "NVIDIA L40S", 0.60, [("eager-sdpa", 30000, 90)])
+    write_run(tmp_path / "runs" / "h100", "NVIDIA H100 PCIe", 3.86, [("eager-sdpa", 54022, 378)])
+    result = gpubench("report", str(tmp_path / "runs"), cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    rows = {row["GPU"]: row for row in table_rows(result.stdout)}
+    l40s, h100 = rows["NVIDIA L40S"], rows["NVIDIA H100 PCIe"]
+    assert l40s["$/hour"] == "0.54, 0.6" and l40s["n"] == "2/2"
+    # two runs at two prices: M tokens per $ = tokens/s x 3600 / price / 1e6, the median of (223.9, 180.0)
+    per_usd = sorted([33581 * 3600 / 0.54 / 1e6, 30000 * 3600 / 0.60 / 1e6])
+    assert l40s["1M_tokens_per_usd (1M tokens/USD)"].startswith(f"{sum(per_usd) / 2:.0f} ±")
+    assert h100["1M_tokens_per_usd (1M tokens/USD)"] == f"{54022 * 3600 / 3.86 / 1e6:.1f}"  # the post's 50
+    assert h100["vs post"] == "1.00x of 152 (H100 PCIe)"  # step_ms against the post's H100 row
+    assert h100["of peak"] == "50%"  # 378 of the H100 PCIe's 756 dense bf16 TFLOP/s
+    assert l40s["of peak"] == "26%"  # median 95 of 362
+
+
+def test_a_partial_run_is_shown_and_said_to_be_partial(tmp_path):
+    write_run(tmp_path / "a", "NVIDIA L40S", 0.54, [("eager-sdpa", 33581, 100)], finished=False)
+    result = gpubench("report", str(tmp_path / "a"), cwd=tmp_path)
+    assert result.code == 0
+    assert table_rows(result.stdout)[0]["status"] == "ok (partial run)"
+    assert "partial runs (no run_finished)" in result.stderr
+
+
+@pytest.mark.parametrize("case, says", [
+    ("empty", "no gpubench runs there"),
+    ("missing", "no such folder"),
+    ("unknown-workload", "unknown workload 'mystery'"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case, says):
+    target = tmp_path / "store"
+    if case == "empty":
+        target.mkdir()
+    elif case == "unknown-workload":
+        write_run(target / "x", "NVIDIA L40S", 0.54, [("eager-sdpa", 1, 1)], workload="mystery")
+    result = gpubench("report", str(target), cwd=tmp_path)
+    assert result.code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
