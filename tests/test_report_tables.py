@@ -70,3 +70,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, says):
     assert result.code == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_a_report_reads_the_runs_under_an_s3_prefix(tmp_path, s3, s3_bucket, s3_env):
+    from gpubench.stores import deliver, parse_store
+
+    write_run(tmp_path / "local" / "l40s", "NVIDIA L40S", 0.54, [("eager-sdpa", 33581, 100)])
+    write_run(tmp_path / "local" / "h100", "NVIDIA H100 PCIe", 3.86, [("eager-sdpa", 54022, 378)])
+    for folder in (tmp_path / "local").iterdir():
+        ok, message = deliver(folder, parse_store(f"s3://{s3_bucket}/team"))
+        assert ok, message
+    result = gpubench("report", f"s3://{s3_bucket}/team", cwd=tmp_path, env=s3.env())
+    assert result.code == 0, result.stderr
+    assert {row["GPU"] for row in table_rows(result.stdout)} == {"NVIDIA L40S", "NVIDIA H100 PCIe"}
+    empty = gpubench("report", f"s3://{s3_bucket}/nothing-here", cwd=tmp_path, env=s3.env())
+    assert empty.code == 2 and "no gpubench runs there" in empty.stderr

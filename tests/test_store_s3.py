@@ -3,12 +3,14 @@
 import hashlib
 import json
 import subprocess
+import threading
 import time
 
 import s3server
 from clirun import BIN, base_env, gpubench
 
 SMOKE = ("run", "train-compile", "--smoke", "--setups", "eager-sdpa")
+RUN_FILES = ("results.jsonl", "config.json", "run.log", "summary.md", "summary.csv")
 
 
 def _objects(s3, bucket):
@@ -23,14 +25,14 @@ def test_a_run_uploads_its_folder_and_the_objects_match_byte_for_byte(tmp_path, 
     run_id = result.records()[0]["run_id"]
     folder = tmp_path / "gpubench-results" / run_id
     objects = _objects(s3, s3_bucket)
-    assert set(objects) == {f"team/runs/{run_id}/{name}" for name in ("results.jsonl", "config.json", "run.log")}
+    assert set(objects) == {f"team/runs/{run_id}/{name}" for name in RUN_FILES}
     for key, body in objects.items():
         assert body == (folder / key.rsplit("/", 1)[1]).read_bytes()
         head = s3.client().head_object(Bucket=s3_bucket, Key=key)
         assert head["Metadata"]["sha256"] == hashlib.sha256(body).hexdigest()
     state = json.loads((folder / "upload.json").read_text())
     assert state["status"] == "done" and state["store"] == f"s3://{s3_bucket}/team/runs"
-    assert "uploaded 3 files" in result.stderr
+    assert f"uploaded {len(RUN_FILES)} files" in result.stderr
 
 
 def test_uploading_again_changes_nothing(tmp_path, s3, s3_bucket):
@@ -64,7 +66,14 @@ def test_a_failed_upload_keeps_the_run_and_gpubench_upload_sends_it_later(tmp_pa
         assert json.loads(first)["kind"] == "run_started"
     finally:
         doomed.stop()
-    rest, stderr = proc.communicate(timeout=300)
+    # Not communicate(): it reads the pipes' file descriptors and would skip what readline() already buffered.
+    stderr_text = []
+    drain = threading.Thread(target=lambda: stderr_text.append(proc.stderr.read()))
+    drain.start()
+    rest = proc.stdout.read()
+    proc.wait(timeout=300)
+    drain.join()
+    stderr = stderr_text[0]
     assert proc.returncode == 3, stderr[-2000:]
     run_id = json.loads(first)["run_id"]
     folder = tmp_path / "gpubench-results" / run_id
@@ -77,7 +86,7 @@ def test_a_failed_upload_keeps_the_run_and_gpubench_upload_sends_it_later(tmp_pa
     later = gpubench("upload", cwd=tmp_path, env=s3.env())
     assert later.code == 0, later.stderr
     keys = set(_objects(s3, "results"))
-    assert keys == {f"p/{run_id}/{name}" for name in ("results.jsonl", "config.json", "run.log")}
+    assert keys == {f"p/{run_id}/{name}" for name in RUN_FILES}
     assert json.loads((folder / "upload.json").read_text())["status"] == "done"
     assert gpubench("upload", cwd=tmp_path, env=s3.env()).stderr.startswith("nothing pending")
 
