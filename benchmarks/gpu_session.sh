@@ -10,8 +10,10 @@
 set -u
 FINAL=${OUT:-./gpu-out}; mkdir -p "$FINAL"
 export OUT=/tmp/gpu-work; rm -rf "$OUT"; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+wheels=$(ls .whl*/*.whl 2>/dev/null)  # .whl-core (gpubench's own needs), .whl (a workload's), as carried
+if [ -n "$wheels" ]; then
+  # shellcheck disable=SC2086
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $wheels \
     || exit 1
   export PYTHONPATH=/tmp/site
 fi

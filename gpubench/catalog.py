@@ -92,7 +92,7 @@ WORKLOADS.add("embed", WorkloadSpec(
     title="Text embedding throughput: BGE small/base/large at 128 and 512 tokens",
     study="Text embedding throughput per dollar: BGE small, base and large on RTX 5090, L40S, RTX A6000 and H100",
     setups=tuple(f"bge-{size}-{seq}" for size in ("small", "base", "large") for seq in (128, 512)),
-    gpus="1 GPU, 4 GB", gpu_count=1, min_gpu_memory_gb=4, expected_minutes=6,
+    gpus="1 GPU, 4 GB", gpu_count=1, min_gpu_memory_gb=4, expected_minutes=12,
     dependencies={**TORCH, **TRANSFORMERS, "sentence-transformers": "5.7.0"},
     cost=CostBasis(metric="passages_per_s", unit="1M passages", per=1e6),
     weights=("BAAI/bge-small-en-v1.5", "BAAI/bge-base-en-v1.5", "BAAI/bge-large-en-v1.5"),
@@ -120,7 +120,7 @@ WORKLOADS.add("whisper", WorkloadSpec(
                   "jiwer": "4.0.0"},
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
     weights=("Systran/faster-whisper-large-v3", "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
-             "openai/whisper-large-v3"),
+             "openai/whisper-large-v3", "datasets/distil-whisper/tedlium-long-form"),
     module="gpubench.workloads.whisper",
 ))
 WORKLOADS.add("finetune", WorkloadSpec(
@@ -131,15 +131,16 @@ WORKLOADS.add("finetune", WorkloadSpec(
     gpus="1 GPU, 48 GB (full fine-tune OOMs at micro-batch 8 there)", gpu_count=1, min_gpu_memory_gb=40,
     expected_minutes=25,
     dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},
-    cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
-    weights=("Qwen/Qwen2.5-1.5B-Instruct",),
+    cost=CostBasis(metric="train_s", unit="training run", per=1, kind="seconds"),  # the post's "GPU cost of training"
+    weights=("Qwen/Qwen2.5-1.5B-Instruct", "datasets/yahma/alpaca-cleaned"),
     module="gpubench.workloads.finetune",
 ))
 WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     name="ollama-vs-vllm",
     title="Ollama Q4_K_M / Q8_0 vs vLLM bf16 on a 24 GB card, speed and GSM8K",
     study="Ollama Q4 vs vLLM bf16 on a 24 GB A10: 3x the single-user speed, 1.2 points of GSM8K",
-    setups=("ollama-q4km", "ollama-q8", "vllm-bf16"),
+    setups=tuple(f"{server}-{part}" for server in ("ollama-q4km", "ollama-q8", "vllm-bf16")
+                 for part in ("u1", "u4", "u16", "gsm8k")),
     gpus="1 GPU, 24 GB (A10 in the study)", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=20,
     dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
@@ -161,7 +162,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
     name="vllm-fp8",
     title="vLLM online FP8 vs bf16: throughput, latency and GSM8K",
     study="vLLM FP8 vs bf16 on an H100: 1.4x the throughput, and what it did to GSM8K accuracy",
-    setups=("bf16", "fp8"),
+    setups=tuple(f"{mode}-{part}" for mode in ("bf16", "fp8") for part in ("c1", "c8", "c32", "c64", "gsm8k")),
     gpus="1 GPU with FP8 tensor cores (Ada or Hopper), 48 GB", gpu_count=1, min_gpu_memory_gb=48,
     expected_minutes=15,
     dependencies={**VLLM},
@@ -173,7 +174,8 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     name="vllm-prefix-cache",
     title="vLLM prefix caching on vs off with a shared 1k/4k-token system prompt",
     study="vLLM prefix caching on vs off: 7.5x the throughput with a 4,000-token system prompt on one L40S",
-    setups=("cache-on", "cache-off"),
+    setups=tuple(f"{mode}-{prefix}-{users}" for mode in ("on", "off") for prefix in ("p1000", "p4000")
+                 for users in ("c1", "c16", "c64")),
     gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
     dependencies={**VLLM},
     cost=CostBasis(metric="requests_per_s", unit="1k requests", per=1e3),
