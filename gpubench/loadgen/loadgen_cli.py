@@ -1,0 +1,156 @@
+"""`gpubench loadgen`: the load generator alone, against any OpenAI-compatible endpoint.
+
+It prints the records a `gpubench run` prints (run_started, progress, one result for the setup
+u{users} or r{rate}, run_finished) and writes the same run folder, with $ per 1M output tokens from
+--price like the serving workloads. The server is whatever the URL points at, so the environment
+block describes this machine (the client's), not necessarily the server's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import click
+
+COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
+
+
+@click.command("loadgen")
+@click.option("--base-url", required=True, metavar="URL", help="The server's OpenAI base URL, e.g. http://host:8000/v1.")
+@click.option("--model", required=True, help="The model name the server expects.")
+@click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True,
+              help="completions sends token-id prompts of exact length; chat sends text.")
+@click.option("--users", type=int, default=None, help="Concurrent users [default: 1]; with --rate, the in-flight cap.")
+@click.option("--requests", "request_count", type=int, default=16, show_default=True, help="Timed requests.")
+@click.option("--rate", type=float, default=None, metavar="PER_S", help="Poisson arrivals at this many requests/s.")
+@click.option("--warmup", type=int, default=1, show_default=True, help="Untimed requests sent first.")
+@click.option("--input-tokens", type=int, default=512, show_default=True, help="Unique prompt tokens per request.")
+@click.option("--output-tokens", type=int, default=256, show_default=True, help="max_tokens.")
+@click.option("--prefix-tokens", type=int, default=0, show_default=True,
+              help="Tokens of one prefix shared by every request, before the unique ones.")
+@click.option("--ignore-eos", is_flag=True, help="Ask for exactly --output-tokens (vLLM's ignore_eos).")
+@click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Fixed prompts, one per line, cycled (instead of random tokens).")
+@click.option("--tokenizer", default=None, metavar="PATH",
+              help="A tokenizer folder: chat prompts of exact length, random ids from its vocabulary.")
+@click.option("--vocab-size", type=int, default=32000, show_default=True,
+              help="Random ids are drawn below this when no tokenizer is given.")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--max-error-rate", type=float, default=0.01, show_default=True,
+              help="Fail the run when more than this share of requests fail.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per request.")
+@click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
+              help="Hourly price of the server's GPU, for $ per 1M output tokens [env GPUBENCH_PRICE_USD_PER_HOUR].")
+@click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
+@click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix to upload to.")
+@click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
+def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input_tokens, output_tokens, prefix_tokens,
+            ignore_eos, prompts_file, tokenizer, vocab_size, temperature, seed, max_error_rate, timeout, price,
+            results_dir, store, run_id) -> None:
+    """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
+    import os
+
+    from gpubench import cli, environment, runid, stores
+    from gpubench.catalog import CostBasis, WorkloadSpec
+    from gpubench.loadgen.spec import LoadSpec, LoadSpecError
+    from gpubench.runner import RunRequest, cost_metrics, describe, overall_status, run_config
+    from gpubench.schema import RunFinished, RunStarted, summarize_results
+
+    prompts = ()
+    if prompts_file is not None:
+        prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
+        if not prompts:
+            raise cli.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+    try:
+        spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
+                        users=users if users is not None or rate is not None else 1, requests=request_count,
+                        rate=rate, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
+                        prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, temperature=temperature,
+                        tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
+                        timeout_s=timeout)
+    except LoadSpecError as exc:
+        raise cli.CliError(str(exc)) from None
+    if endpoint == "chat" and not prompts and tokenizer is None:
+        click.echo("gpubench: chat prompts without --tokenizer are random words; their length is approximate"
+                   " (the server's prompt_tokens is recorded)", err=True)
+    if price is None:
+        price = cli._price_from_launcher()
+    if price is not None and price <= 0:
+        raise cli.CliError(f"--price must be a positive hourly price in USD (got {price})")
+    target = stores.parse_store(store)
+    results_dir = results_dir or cli.default_results_dir()
+    stores.check_local_dir(results_dir)
+    run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id("loadgen")
+    if not runid.is_run_id(run_id):
+        raise cli.CliError(f"bad run id {run_id!r}")
+    if target:
+        target.check_writable(run_id)
+
+    setup = spec.setup_name
+    workload = WorkloadSpec(
+        name="loadgen", title="Load generator against an OpenAI-compatible server", study=f"loadgen {spec.url}",
+        setups=(setup,), gpus="the server's", gpu_count=0, min_gpu_memory_gb=0, expected_minutes=0,
+        dependencies={}, cost=CostBasis(*COST))
+    request = RunRequest(spec=workload, setups=[setup], repeats=1, smoke=False, run_id=run_id, config=spec,
+                         price_usd_per_hour=price)
+    run_dir = stores.RunDir.create(results_dir, run_id)
+    env = environment.collect((), price)
+    run_dir.write_config(run_config(request, env, cli._safe_argv(), target.url if target else None))
+    run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
+                              smoke=False, config=dataclasses.asdict(spec), environment=env))
+    started = time.perf_counter()
+    click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
+    result = _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics)
+    run_dir.record(result)
+    click.echo(describe(result), err=True)
+    if result.info.get("errors_by_kind"):
+        click.echo(f"  errors: {result.info['errors_by_kind']}", err=True)
+    run_dir.record(RunFinished(run_id=run_id, status=overall_status([result]),
+                               duration_s=round(time.perf_counter() - started, 3),
+                               summary=summarize_results([setup], [result])))
+    run_dir.close()
+    click.echo(f"results: {run_dir.path}", err=True)
+    code = cli.EXIT_OK if result.status == "ok" else cli.EXIT_SETUP_FAILED
+    if target:
+        ok, message = stores.deliver(run_dir.path, target)
+        click.echo(message, err=True)
+        if not ok and code == cli.EXIT_OK:
+            code = cli.EXIT_UPLOAD_FAILED
+    sys.exit(code)
+
+
+def _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics):
+    """One result record: ok with the load's metrics, or error with the reason (and what was measured)."""
+    from gpubench.loadgen.metrics import LOAD_METRICS
+    from gpubench.loadgen.run import LoadFailed, run_load
+    from gpubench.loadgen.spec import LoadSpecError
+    from gpubench.schema import Metric, Progress, SetupResult
+    from gpubench.worker import one_line
+
+    def progress(phase, done=None, total=None, message=None):
+        run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,
+                                message=message))
+
+    started = time.perf_counter()
+    status, error, metrics, info = "ok", None, {}, {}
+    try:
+        run = run_load(spec, progress=progress, check=False)
+    except (LoadFailed, LoadSpecError, OSError, ValueError) as exc:
+        status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
+    else:
+        values = run.metrics()
+        metrics = {name: Metric(value=float(values[name]), unit=d.unit, better=d.better)
+                   for name, d in LOAD_METRICS.items() if name in values}
+        info = run.info()
+        try:
+            run.check()
+        except LoadFailed as exc:
+            status, error = "error", str(exc)
+        if status == "ok" and price:
+            metrics.update(cost_metrics(workload, metrics, price))
+    return SetupResult(run_id=run_id, setup=setup, repeat=1, status=status, metrics=metrics, error=error, info=info,
+                       duration_s=round(time.perf_counter() - started, 3))

@@ -1,0 +1,92 @@
+"""Prompts of an exact length: random token ids, an optional shared prefix, or fixed text.
+
+/v1/completions gets token-id lists (vLLM, SGLang and TGI's OpenAI layer accept `prompt: [ids]`),
+so the server sees exactly prefix_tokens + input_tokens tokens and no tokenizer is needed here.
+A chat message has to be text: with a tokenizer, random tokens are decoded and the text is adjusted
+until it encodes back to exactly the asked length (the chat template then adds its own tokens,
+which the server's usage reports); without one, random common words stand in and the length is
+approximate (`Prompt.tokens` is None).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from gpubench.loadgen.spec import LoadSpec
+
+FIRST_RANDOM_ID = 256  # below this, many vocabularies keep special and byte-fallback tokens
+_COMMON_WORDS = (
+    "time year people way day man thing woman life child world school state family student group country"
+    " problem hand part place case week company system program question work government number night point"
+    " home water room mother area money story fact month lot right study book eye job word business issue"
+    " side kind head house service friend father power hour game line end member law car city community"
+    " name president team minute idea kid body information back parent face others level office door health"
+    " person art war history party result change morning reason research girl guy moment air teacher force"
+)
+WORDS = _COMMON_WORDS.split()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    body: str | list[int]
+    tokens: int | None  # the exact length in tokens, when known
+
+    def as_text(self) -> str:
+        if isinstance(self.body, str):
+            return self.body
+        raise TypeError("a chat message needs text: give a tokenizer, or use the completions endpoint")
+
+
+def build(spec: LoadSpec, count: int, stream: str = "timed") -> list[Prompt]:
+    """`count` prompts for the spec; `stream` separates warm-up prompts from timed ones (same shape,
+    same shared prefix, other unique tokens)."""
+    if spec.prompts:
+        return [Prompt(spec.prompts[i % len(spec.prompts)], None) for i in range(count)]
+    rng = random.Random(f"{spec.seed}-{stream}")
+    prefix_rng = random.Random(f"{spec.seed}-prefix")  # the same prefix for warm-up and timed prompts
+    tokenizer = _load_tokenizer(spec.tokenizer) if spec.tokenizer else None
+    ids = _allowed_ids(tokenizer, spec.vocab_size)
+    prefix = [prefix_rng.choice(ids) for _ in range(spec.prefix_tokens)]
+    if spec.endpoint == "completions":
+        return [Prompt(prefix + [rng.choice(ids) for _ in range(spec.input_tokens)], len(prefix) + spec.input_tokens)
+                for _ in range(count)]
+    if tokenizer is None:
+        prefix_text = " ".join(prefix_rng.choice(WORDS) for _ in range(spec.prefix_tokens))
+        return [Prompt(" ".join(filter(None, [prefix_text, *(rng.choice(WORDS) for _ in range(spec.input_tokens))])),
+                       None) for _ in range(count)]
+    prefix_text = tokenizer.decode(prefix)
+    return [_exact_text(tokenizer, prefix_text, spec.prefix_tokens + spec.input_tokens, ids, rng) for _ in range(count)]
+
+
+def _load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+def _allowed_ids(tokenizer, vocab_size: int) -> list[int]:
+    if tokenizer is None:
+        return list(range(FIRST_RANDOM_ID, vocab_size))
+    special = set(tokenizer.all_special_ids)  # and the added tokens above the base vocabulary (Qwen's <|...|>)
+    return [i for i in range(tokenizer.vocab_size) if i not in special]
+
+
+def _exact_text(tokenizer, prefix_text: str, target: int, ids: list[int], rng: random.Random) -> Prompt:
+    """Text that encodes to `target` tokens: decoding then encoding random ids can merge or split
+    tokens, so the unique tail is trimmed or grown until the count is right."""
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False))
+
+    tail = [rng.choice(ids) for _ in range(max(0, target - count(prefix_text)))]
+    text = prefix_text + tokenizer.decode(tail)
+    for _ in range(50):
+        n = count(text)
+        if n == target:
+            return Prompt(text, target)
+        if n > target:
+            tail = tail[: max(0, len(tail) - (n - target))]
+        else:
+            tail += [rng.choice(ids) for _ in range(target - n)]
+        text = prefix_text + tokenizer.decode(tail)
+    return Prompt(text, None)

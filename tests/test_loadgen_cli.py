@@ -1,0 +1,59 @@
+"""`gpubench loadgen` against a local server: records like a run, a run folder, cost, failures, bad input."""
+
+import json
+
+import pytest
+import streaming_server
+from clirun import gpubench
+
+ARGS = ["--model", "m", "--users", "4", "--requests", "12", "--input-tokens", "16", "--output-tokens", "8",
+        "--ignore-eos"]
+
+
+def test_loadgen_prints_run_records_and_writes_a_run_folder(tmp_path):
+    with streaming_server.running(ttft_ms=20, token_ms=2) as url:
+        result = gpubench("loadgen", "--base-url", f"{url}/v1", *ARGS, "--price", "3.55", cwd=tmp_path)
+    assert result.code == 0, result.stderr[-2000:]
+    records = result.records()
+    assert [r["kind"] for r in records][0] == "run_started" and records[-1]["kind"] == "run_finished"
+    started, finished = records[0], records[-1]
+    assert started["workload"] == "loadgen" and started["setups"] == ["u4"]
+    assert started["config"]["users"] == 4 and started["config"]["ignore_eos"] is True
+    (res,) = [r for r in records if r["kind"] == "result"]
+    m = {k: v["value"] for k, v in res["metrics"].items()}
+    assert res["status"] == "ok" and m["requests_ok"] == 12 and m["completion_tokens_mean"] == 8
+    assert res["metrics"]["ttft_ms_p99"]["unit"] == "ms" and res["metrics"]["ttft_ms_p99"]["better"] == "lower"
+    # $ per 1M output tokens = price / (output tokens/s x 3600) x 1e6, as the posts define it
+    assert m["usd_per_1M_output_tokens"] == pytest.approx(3.55 / (m["output_tokens_per_s"] * 3600) * 1e6)
+    assert res["info"]["errors_by_kind"] == {}
+    assert finished["status"] == "ok" and finished["summary"][0]["setup"] == "u4"
+    folder = tmp_path / "gpubench-results" / started["run_id"]
+    assert [json.loads(line)["kind"] for line in (folder / "results.jsonl").read_text().splitlines()] == \
+        [r["kind"] for r in records]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["workload"] == "loadgen" and config["price_usd_per_hour"] == 3.55
+    assert "u4: ok" in result.stderr
+
+
+def test_too_many_failures_fail_the_run_with_the_count(tmp_path):
+    with streaming_server.running(ttft_ms=5, token_ms=1, fail_every=3) as url:
+        result = gpubench("loadgen", "--base-url", url, *ARGS, "--warmup", "0", cwd=tmp_path)
+    assert result.code == 1
+    (res,) = [r for r in result.records() if r["kind"] == "result"]
+    assert res["status"] == "error"
+    assert res["error"].startswith("4 of 12 requests failed (33.3% > the allowed 1.0%): http_500 x4")
+    assert res["metrics"]["requests_failed"]["value"] == 4  # what was measured is kept
+    assert result.records()[-1]["status"] == "failed"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--base-url", "localhost:8000", "--model", "m"], "use http://host:port"),
+    (["--base-url", "http://localhost:1", "--model", "m", "--users", "0"], "users must be at least 1"),
+    (["--base-url", "http://localhost:1", "--model", "m", "--rate", "-2"], "rate must be a positive"),
+    (["--base-url", "http://localhost:1", "--model", "m", "--price", "0"], "--price must be a positive"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    result = gpubench("loadgen", *args, cwd=tmp_path)
+    assert result.code == 2 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "gpubench-results").exists()
