@@ -1,0 +1,83 @@
+"""`gpubench run finetune --smoke`: all six setups of the study's loop, on the CPU, in subprocesses."""
+
+import importlib.util
+
+import pytest
+from clirun import gpubench
+
+# SMOKE's tiny Qwen2 shape: vocab 512, hidden 64, FFN 128, 2 layers, 4 heads, 2 KV heads (head 16), tied embeddings.
+FULL_PARAMS = 512 * 64 + 2 * ((64 * 64 + 64) + 2 * (64 * 32 + 32) + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
+# rank 16 on q, k, v, o, gate, up, down: r x (in + out) each, per layer.
+LORA_PARAMS = 2 * 16 * ((64 + 64) + 2 * (64 + 32) + (64 + 64) + 2 * (64 + 128) + (128 + 64))
+HAS_BNB = importlib.util.find_spec("bitsandbytes") is not None
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    result = gpubench("run", "finetune", "--smoke", "--price", "1.14", cwd=tmp_path_factory.mktemp("run"))
+    rows = {r["setup"]: r for r in result.records() if r["kind"] == "result"}
+    return result, rows
+
+
+def values(row):
+    return {name: metric["value"] for name, metric in row["metrics"].items()}
+
+
+def test_every_setup_reports_a_row(smoke):
+    result, rows = smoke
+    assert list(rows) == ["full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8"]
+    for setup in ("full-mb4", "lora-mb4", "full-mb8", "lora-mb8"):
+        assert rows[setup]["status"] == "ok", rows[setup]["error"]
+    if HAS_BNB:  # bitsandbytes 0.50's CPU backend runs NF4
+        assert result.code == 0, result.stderr[-2000:]
+        assert rows["qlora-mb4"]["status"] == rows["qlora-mb8"]["status"] == "ok"
+    else:
+        assert result.code == 1
+        for setup in ("qlora-mb4", "qlora-mb8"):
+            assert rows[setup]["status"] == "error"
+            assert rows[setup]["error"].startswith("RuntimeError: qlora needs bitsandbytes")
+
+
+def test_trainable_parameters_are_the_whole_model_or_the_lora_adapters(smoke):
+    _, rows = smoke
+    for setup, row in rows.items():
+        if row["status"] != "ok":
+            continue
+        m = values(row)
+        expected = FULL_PARAMS if setup.startswith("full") else LORA_PARAMS
+        assert m["trainable_params_m"] * 1e6 == pytest.approx(expected)
+        if setup.startswith("full"):
+            assert m["trainable_pct"] == 100
+        else:
+            assert m["trainable_pct"] == pytest.approx(100 * LORA_PARAMS / (FULL_PARAMS + LORA_PARAMS))
+
+
+def test_speed_loss_memory_and_cost_are_measured(smoke):
+    _, rows = smoke
+    ok = {setup: values(row) for setup, row in rows.items() if row["status"] == "ok"}
+    tokens = {m["train_tokens"] for m in ok.values()}
+    assert len(tokens) == 1 and 0 < tokens.pop() <= 48 * 96  # the same 48 examples, each cut at 96 tokens
+    for setup, m in ok.items():
+        assert m["tokens_per_s"] == pytest.approx(m["train_tokens"] / m["train_s"], rel=1e-9)
+        assert m["eval_loss_before"] > 0 and m["eval_loss_after"] > 0
+        assert m["eval_loss_drop"] == pytest.approx(m["eval_loss_before"] - m["eval_loss_after"])
+        assert m["peak_rss_gib"] > 0.1 and "peak_mem_gib" not in m
+        # the post's "GPU cost of training": training time at the hourly price
+        assert m["usd_per_training_run"] == pytest.approx(m["train_s"] * 1.14 / 3600, rel=1e-9)
+        info = rows[setup]["info"]
+        assert info["data"].startswith("synthetic alpaca-format set of 56 records")
+        assert info["model"].startswith("random weights at vocab_size 512")
+        assert (info["micro_batch"], info["accumulation"]) == ((4, 4) if setup.endswith("mb4") else (8, 2))
+
+
+def test_lora_is_compared_with_full_at_the_same_micro_batch(smoke):
+    result, rows = smoke
+    derived = {r["setup"]: values(r) for r in result.records() if r["kind"] == "derived"}
+    full, lora = values(rows["full-mb4"]), values(rows["lora-mb4"])
+    assert derived["lora-mb4"]["speedup_vs_full"] == pytest.approx(full["train_s"] / lora["train_s"], rel=1e-9)
+    assert derived["lora-mb4"]["speedup_vs_mb8"] == pytest.approx(
+        values(rows["lora-mb8"])["train_s"] / lora["train_s"], rel=1e-9)
+    assert "speedup_vs_full" not in derived.get("full-mb4", {})
+    if HAS_BNB:
+        assert derived["qlora-mb4"]["loss_before_over_lora"] == pytest.approx(
+            values(rows["qlora-mb4"])["eval_loss_before"] - lora["eval_loss_before"])
