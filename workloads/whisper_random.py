@@ -1,0 +1,94 @@
+"""Whisper for transformers with random weights, at the real checkpoints' shapes (for --weights random).
+
+The shapes, special-token layout and generation settings of openai/whisper-large-v3 (and of Whisper
+tiny, for CPU smoke runs) are written here as data, so no Hub file is needed. The tokenizer is a
+placeholder with the real vocabulary size and the real special tokens at their real ids; its text
+tokens are meaningless names. With random weights the decoder almost never emits end-of-text, so the
+caller fixes the number of tokens decoded per 30 s window (min = max new tokens) to keep the decoder's
+work close to real speech.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+N_TIMESTAMPS = 1501  # <|0.00|> ... <|30.00|>
+
+SHAPES = {  # openai/whisper-<size> config.json
+    "large-v3": {"d_model": 1280, "layers": 32, "heads": 20, "ffn": 5120, "num_mel_bins": 128,
+                 "vocab_size": 51866, "languages": 100},
+    "tiny": {"d_model": 384, "layers": 4, "heads": 6, "ffn": 1536, "num_mel_bins": 80,
+             "vocab_size": 51865, "languages": 99},
+}
+
+
+def language_tokens(size: str) -> list[str]:
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    return [f"<|{code}|>" for code in list(LANGUAGES)[:SHAPES[size]["languages"]]]
+
+
+def special_tokens(size: str) -> list[str]:
+    """The special tokens in id order, right after the text tokens (multilingual checkpoints' layout)."""
+    return ["<|endoftext|>", "<|startoftranscript|>", *language_tokens(size), "<|translate|>", "<|transcribe|>",
+            "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"]
+
+
+def token_ids(size: str) -> dict[str, int]:
+    specials = special_tokens(size)
+    first = SHAPES[size]["vocab_size"] - N_TIMESTAMPS - len(specials)
+    return {token: first + i for i, token in enumerate(specials)}
+
+
+def build_model(size: str):
+    """WhisperForConditionalGeneration with random weights, in torch's default dtype and on its default device."""
+    from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
+
+    shape, ids = SHAPES[size], token_ids(size)
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    config = WhisperConfig(
+        vocab_size=shape["vocab_size"], num_mel_bins=shape["num_mel_bins"], d_model=shape["d_model"],
+        encoder_layers=shape["layers"], decoder_layers=shape["layers"],
+        encoder_attention_heads=shape["heads"], decoder_attention_heads=shape["heads"],
+        encoder_ffn_dim=shape["ffn"], decoder_ffn_dim=shape["ffn"],
+        max_source_positions=1500, max_target_positions=448, pad_token_id=eot - 1, bos_token_id=eot,
+        eos_token_id=eot, decoder_start_token_id=sot, begin_suppress_tokens=[220, eot],
+        attn_implementation="sdpa",
+    )
+    model = WhisperForConditionalGeneration(config)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=sot, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot - 1, max_length=448,
+        begin_suppress_tokens=[220, eot], is_multilingual=True,
+        lang_to_id={token: ids[token] for token in language_tokens(size)},
+        task_to_id={"translate": ids["<|translate|>"], "transcribe": ids["<|transcribe|>"]},
+        no_timestamps_token_id=ids["<|notimestamps|>"], prev_sot_token_id=ids["<|startofprev|>"],
+        max_initial_timestamp_index=50,
+    )
+    return model
+
+
+def write_tokenizer(size: str, folder: Path):
+    """A placeholder WhisperTokenizer in `folder`: real size and special ids, made-up text tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import WhisperTokenizerFast
+
+    ids = token_ids(size)
+    n_text = min(ids.values())
+    vocab = {f"w{i}": i for i in range(n_text)}
+    vocab.update(ids)
+    first_timestamp = max(ids.values()) + 1
+    vocab.update({f"<|{i * 0.02:.2f}|>": first_timestamp + i for i in range(N_TIMESTAMPS)})
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.add_special_tokens(list(ids))
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "WhisperTokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+        "unk_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "model_max_length": 1024,
+    }))
+    loaded = WhisperTokenizerFast.from_pretrained(str(folder))
+    # Whisper's tokenizers list every special token; the pipeline's timestamp handling relies on it.
+    loaded.add_special_tokens({"additional_special_tokens": list(ids)[1:]})
+    return loaded

@@ -1,0 +1,43 @@
+"""Word error rate the study's way: Whisper's English text normalizer on both sides, then corpus-level WER.
+
+The normalizer is transformers' copy of Whisper's (`EnglishTextNormalizer`: lower case, contractions,
+fillers, symbols, spelled-out numbers to digits, "$25", British to American spelling) with Whisper's
+own spelling list (whisper_spelling). WER is over the whole set: all errors / all reference words.
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+@functools.cache
+def normalizer():
+    from gpubench.workloads.whisper_spelling import spelling_mapping
+    from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
+
+    return EnglishTextNormalizer(spelling_mapping())
+
+
+def normalize(text: str) -> str:
+    return normalizer()(text).strip()
+
+
+def corpus_wer(references: list[str], hypotheses: list[str]) -> tuple[float, int]:
+    """(WER as a fraction, reference words) over all pairs after normalization."""
+    import jiwer
+
+    if len(references) != len(hypotheses):
+        raise ValueError(f"{len(references)} references for {len(hypotheses)} transcripts")
+    pairs = [(normalize(ref), normalize(hyp)) for ref, hyp in zip(references, hypotheses, strict=True)]
+    words = sum(len(ref.split()) for ref, _ in pairs)
+    if words == 0:
+        raise ValueError("the references are empty after normalization: no word error rate")
+    # jiwer refuses empty strings; a transcript that is empty is all deletions, counted here by hand.
+    scored = [(ref, hyp) for ref, hyp in pairs if ref and hyp]
+    deletions = sum(len(ref.split()) for ref, hyp in pairs if ref and not hyp)
+    insertions = sum(len(hyp.split()) for ref, hyp in pairs if hyp and not ref)
+    errors = deletions + insertions
+    if scored:
+        out = jiwer.process_words([ref for ref, _ in scored], [hyp for _, hyp in scored])
+        errors += out.substitutions + out.deletions + out.insertions
+    return errors / words, words
