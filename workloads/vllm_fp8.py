@@ -1,0 +1,86 @@
+"""vLLM online FP8 vs bf16 on one GPU: throughput, latency, startup sizes and GSM8K accuracy.
+
+Study: Qwen/Qwen2.5-7B-Instruct's bf16 checkpoint in both modes, vLLM 0.11.0 --dtype bfloat16
+--max-model-len 4096 --gpu-memory-utilization 0.90, plus --quantization fp8 (weights converted at load
+time, per-tensor scale, dynamic activation scales; KV cache stays bf16). A fresh server per mode. Load:
+`vllm bench serve` random prompts, 512 in and exactly 256 out (--ignore-eos), concurrency 1, 8, 32, 64
+(16, 64, 192, 320 prompts), seed 42. Quality: the first 300 GSM8K test questions, zero-shot, greedy, up
+to 768 output tokens, the answer from the `#### <answer>` line, 64 requests in flight.
+Derived: FP8's speed-up over bf16 at each concurrency, and where the two modes' GSM8K answers differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubench.workloads import serving_common as common
+
+from gpubench.workload import MetricDef, SetupContext
+
+
+@dataclass
+class Config(common.ServingConfig):
+    max_model_len: int = 4096
+    input_tokens: int = 512
+    output_tokens: int = 256
+    seed: int = 42
+    fp8_quantization: str = "fp8"  # the FP8 mode's --quantization
+    gsm8k_questions: int = 300
+    gsm8k_concurrency: int = 64
+    gsm8k_max_tokens: int = 768
+
+
+# vLLM's CPU build has no FP8 kernels (its static_scaled_fp8_quant op is a stub), so the smoke's "fp8" server
+# runs without --quantization: the same two sessions, loads, GSM8K passes and derived metrics, bf16 twice.
+SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,
+         "input_tokens": 64, "output_tokens": 16, "max_requests": 4, "gsm8k_questions": 4, "gsm8k_concurrency": 4,
+         "gsm8k_max_tokens": 16, "fp8_quantization": ""}
+
+LEVELS = {"c1": (1, 16), "c8": (8, 64), "c32": (32, 192), "c64": (64, 320)}  # concurrency, prompts
+SETUPS = {f"{mode}-{name}": (mode, level) for mode in ("bf16", "fp8") for name, level in
+          [*LEVELS.items(), ("gsm8k", None)]}
+
+METRICS = {
+    **common.METRICS_COMMON, **common.DISAGREEMENT_METRICS,
+    "fp8_speedup_output_tokens_per_s": MetricDef("x", "higher"),  # FP8 / bf16 at the same concurrency
+    "fp8_speedup_per_user_tokens_per_s": MetricDef("x", "higher"),
+}
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    return common.weights_for(config)
+
+
+def session_key(setup: str, config: Config) -> str:
+    return SETUPS[setup][0]
+
+
+def open_session(key: str, config: Config, ctx: SetupContext):
+    quantization = config.fp8_quantization if key == "fp8" else ""
+    return common.vllm_session(config, ctx, max_model_len=config.max_model_len, quantization=quantization)
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    _, level = SETUPS[setup]
+    if level is None:
+        return common.measure_gsm8k(ctx.session, ctx, questions=config.gsm8k_questions,
+                                    concurrency=config.gsm8k_concurrency, max_tokens=config.gsm8k_max_tokens)
+    users, prompts = level
+    return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
+                               requests=common.capped(config, prompts), input_tokens=config.input_tokens,
+                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed)
+
+
+def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    ok = common.by_setup(results)
+    out: dict[str, dict[str, float]] = {}
+    for name in LEVELS:
+        bf16, fp8 = ok.get(f"bf16-{name}"), ok.get(f"fp8-{name}")
+        for metric in ("output_tokens_per_s", "per_user_tokens_per_s"):
+            base, new = common.value(bf16, metric), common.value(fp8, metric)
+            if base and new:
+                out.setdefault(f"fp8-{name}", {})[f"fp8_speedup_{metric}"] = new / base
+    bf16, fp8 = ok.get("bf16-gsm8k"), ok.get("fp8-gsm8k")
+    if bf16 and fp8 and "gsm8k_answers" in bf16.info and "gsm8k_answers" in fp8.info:
+        out["fp8-gsm8k"] = common.gsm8k_disagreement(bf16.info, fp8.info)
+    return out

@@ -1,0 +1,76 @@
+"""vLLM automatic prefix caching on vs off, with a shared 1,000- or 4,000-token system prompt.
+
+Study: Qwen/Qwen2.5-7B-Instruct bf16, vLLM 0.11.0 --max-model-len 8192 --gpu-memory-utilization 0.90;
+two modes, default (prefix caching on) and --no-enable-prefix-caching, a fresh server per mode. Load:
+`vllm bench serve` random dataset, every request one shared prefix (1,000 or 4,000 tokens) followed by
+200 unique tokens, exactly 128 output tokens (--ignore-eos), concurrency 1, 16 and 64 (24, 160 and 384
+requests), seed prefix + concurrency. The hit rate is vLLM's own /metrics counters (prefix_cache_hits /
+prefix_cache_queries) read before and after every run.
+Derived: the off/on ratio of $ per 1,000 requests (= requests/s on / off, whatever the price).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubench.workloads import serving_common as common
+
+from gpubench.workload import MetricDef, SetupContext
+
+
+@dataclass
+class Config(common.ServingConfig):
+    max_model_len: int = 8192
+    prefix_short: int = 1000  # the p1000 setups' shared prefix, tokens
+    prefix_long: int = 4000  # the p4000 setups'
+    unique_tokens: int = 200
+    output_tokens: int = 128
+
+
+SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 2048,
+         "prefix_short": 256, "prefix_long": 1024, "unique_tokens": 32, "output_tokens": 8, "max_requests": 6}
+
+LEVELS = {"c1": (1, 24), "c16": (16, 160), "c64": (64, 384)}  # concurrency, requests
+SETUPS = {f"{mode}-{prefix}-{name}": (mode, prefix, level) for mode in ("on", "off") for prefix in ("p1000", "p4000")
+          for name, level in LEVELS.items()}
+
+METRICS = {
+    **common.METRICS_COMMON,
+    "cost_ratio_off_vs_on": MetricDef("x", "higher"),  # $ per 1k requests with the cache off / on
+}
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    return common.weights_for(config)
+
+
+def session_key(setup: str, config: Config) -> str:
+    return SETUPS[setup][0]
+
+
+def open_session(key: str, config: Config, ctx: SetupContext):
+    # "on" is vLLM's default, as in the study (no flag); "off" is --no-enable-prefix-caching.
+    return common.vllm_session(config, ctx, max_model_len=config.max_model_len,
+                               prefix_caching=None if key == "on" else False)
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    _, prefix, (users, requests) = SETUPS[setup]
+    prefix_tokens = config.prefix_short if prefix == "p1000" else config.prefix_long
+    return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
+                               requests=common.capped(config, requests), prefix_tokens=prefix_tokens,
+                               input_tokens=config.unique_tokens, output_tokens=config.output_tokens,
+                               ignore_eos=True, seed=prefix_tokens + users)
+
+
+def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    ok = common.by_setup(results)
+    out: dict[str, dict[str, float]] = {}
+    for setup in SETUPS:
+        if not setup.startswith("on-"):
+            continue
+        on = common.value(ok.get(setup), "requests_per_s")
+        off = common.value(ok.get("off-" + setup[3:]), "requests_per_s")
+        if on and off:
+            out[setup] = {"cost_ratio_off_vs_on": on / off}
+    return out

@@ -1,0 +1,51 @@
+"""vLLM serving cost: Qwen2.5-7B-Instruct tokens/s, latency and $ per 1M output tokens at concurrency 1-64.
+
+Study: vLLM 0.11.0, --dtype bfloat16 --max-model-len 4096 --gpu-memory-utilization 0.90, everything else
+default; `vllm bench serve` random prompts, 512 tokens in and exactly 256 out (--ignore-eos), concurrency
+1, 8, 32 and 64 (16, 64, 192 and 320 prompts), seed 42, client on the same machine. One server for the
+four levels; its time to ready and the first chat reply are reported with c1. Cost per 1M output tokens
+comes from output_tokens_per_s and the hourly price (the catalog's cost basis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpubench.workloads import serving_common as common
+
+from gpubench.workload import SetupContext
+
+
+@dataclass
+class Config(common.ServingConfig):
+    max_model_len: int = 4096
+    input_tokens: int = 512
+    output_tokens: int = 256
+    seed: int = 42
+
+
+SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,
+         "input_tokens": 64, "output_tokens": 16, "max_requests": 6}
+
+METRICS = common.METRICS_COMMON
+
+SETUPS = {"c1": (1, 16), "c8": (8, 64), "c32": (32, 192), "c64": (64, 320)}  # concurrency, prompts
+
+
+def weights_for(setup: str, config: Config) -> list[str]:
+    return common.weights_for(config)
+
+
+def session_key(setup: str, config: Config) -> str:
+    return "vllm"
+
+
+def open_session(key: str, config: Config, ctx: SetupContext):
+    return common.vllm_session(config, ctx, max_model_len=config.max_model_len)
+
+
+def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    users, prompts = SETUPS[setup]
+    return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
+                               requests=common.capped(config, prompts), input_tokens=config.input_tokens,
+                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed)
