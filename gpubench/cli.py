@@ -145,10 +145,13 @@ def images() -> None:
 @click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
               help="With --docker: the weights cache volume.")
+@click.option("--gpus", default=None, metavar="all|none|N|IDS",
+              help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
+                   " like 0,2.")
 @click.option("--cpu", "on_cpu", is_flag=True,
               help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume, on_cpu) -> None:
+        cache_volume, gpus, on_cpu) -> None:
     """Run WORKLOAD: each setup in a fresh process; records on stdout, a run folder on disk."""
     from gpubench import runid, stores
     from gpubench import weights as weight_store
@@ -161,6 +164,8 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
     if image and not docker:
         raise CliError("--image applies only with --docker (the image to run); add --docker or drop --image")
+    if gpus is not None and not docker:
+        raise CliError("--gpus applies only with --docker (the container's GPUs); add --docker or drop --gpus")
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
     if price is None:
@@ -180,11 +185,12 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
     else:
-        from gpubench.docker_run import DockerUnavailable, connect
+        from gpubench.docker_run import DockerUnavailable, connect, parse_gpus
 
         try:
+            gpus = parse_gpus(gpus or "all")
             connect().close()
-        except DockerUnavailable as exc:
+        except (DockerUnavailable, ValueError) as exc:
             raise CliError(str(exc)) from None
     if target:
         target.check_writable(run_id)
@@ -192,7 +198,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     run_dir = stores.RunDir.create(results_dir, run_id)
     if docker:
         outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
-            workload, setups, smoke, repeats, price, overrides, weights, run_id))
+            workload, setups, smoke, repeats, price, overrides, weights, run_id), gpus)
     else:
         request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id, config=config,
                              price_usd_per_hour=price, weights=weights,
@@ -250,7 +256,7 @@ def _weights_needed(module, spec, setups, config) -> list[str]:
     return list(spec.weights)
 
 
-def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
+def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
     from gpubench.docker_run import DockerUnavailable, run_in_docker
     from gpubench.images import image_ref
@@ -258,13 +264,13 @@ def _run_docker(spec, run_dir, image, cache_volume, args) -> str:
 
     image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
-                          "command": ["gpubench", *args]})
+                          "gpus": gpus or "none", "command": ["gpubench", *args]})
     stream = RecordStream(run_dir)
     passthrough = {"GPUBENCH_LAUNCHER": "docker", "GPUBENCH_IMAGE_DIGEST": os.environ.get("GPUBENCH_IMAGE_DIGEST", "")}
     try:
         exit_code = run_in_docker(spec, args, image=image, cache_volume=cache_volume,
-                                  env={k: v for k, v in passthrough.items() if v},
-                                  on_stdout_line=stream.feed, on_stderr_line=run_dir.log)
+                                  env={k: v for k, v in passthrough.items() if v}, gpus=gpus,
+                                  on_stdout_line=stream.feed, on_stderr_line=run_dir.log, run_folder=run_dir.path)
     except DockerUnavailable as exc:  # the engine went away, or the image cannot be pulled
         run_dir.close()
         if not stream.lines:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -9,7 +10,7 @@ import pytest
 from docker.models.containers import _create_container_args
 
 from gpubench.catalog import WORKLOADS
-from gpubench.docker_run import DockerUnavailable, container_spec, pump, run_in_docker
+from gpubench.docker_run import DockerUnavailable, container_spec, is_orphan, parse_gpus, pump, run_in_docker
 
 SDXL = WORKLOADS.get("sdxl")
 IMAGE = "ghcr.io/gpubench/sdxl:0.1.0"
@@ -34,18 +35,25 @@ def test_container_mounts_the_cache_volume_and_keeps_hf_home_on_it():
     assert spec["environment"]["HF_HOME"] == "/cache/huggingface"  # a host path means nothing in the container
     assert spec["environment"]["GPUBENCH_LAUNCHER"] == "docker"
     assert spec["environment"]["PYTHONUNBUFFERED"] == "1"  # records arrive as they are printed
+    assert spec["environment"]["GPUBENCH_RESULTS_DIR"] == "/tmp/gpubench-results"  # copied out after the run
 
 
 def test_container_shares_host_ipc_reaps_children_is_labelled_and_kept_until_its_exit_code_is_read():
     spec = spec_for()
     assert spec["ipc_mode"] == "host" and spec["init"] is True
     assert spec["auto_remove"] is False and "remove" not in spec and "detach" not in spec
+    owner = spec["labels"].pop("io.gpubench.owner")
     assert spec["labels"] == {"io.gpubench": "1", "io.gpubench.workload": "sdxl", "io.gpubench.version": "0.1.0"}
+    assert owner.split("/")[2] == str(os.getpid()) and not is_orphan(owner)  # host/boot id/pid/start time
+    with_id = container_spec(SDXL, ["run", "sdxl", "--run-id", "sdxl-20261130T000000Z-abcdef"], image=IMAGE,
+                             cache_volume="c", env={})
+    assert with_id["labels"]["io.gpubench.run-id"] == "sdxl-20261130T000000Z-abcdef"
     assert {u["Name"]: u["Soft"] for u in spec["ulimits"]} == {"memlock": -1, "stack": 67108864}
 
 
 @pytest.mark.parametrize(("gpus", "count", "ids"), [("2", 2, []), (1, 1, []), ("0,2", 0, ["0", "2"]),
-                                                   ("device=GPU-abc", 0, ["GPU-abc"])])
+                                                   ("device=GPU-abc", 0, ["GPU-abc"]), ("device=0", 0, ["0"]),
+                                                   ("GPU-abc", 0, ["GPU-abc"])])
 def test_gpus_can_be_a_count_or_device_ids(gpus, count, ids):
     [request] = spec_for(gpus)["device_requests"]
     assert request["Count"] == count and request["DeviceIDs"] == ids
@@ -54,11 +62,24 @@ def test_gpus_can_be_a_count_or_device_ids(gpus, count, ids):
 
 def test_no_gpus_asks_for_no_device():
     assert spec_for(gpus=None)["device_requests"] == []
+    assert spec_for(gpus="none")["device_requests"] == []
 
 
-def test_bad_gpus_value_is_refused():
-    with pytest.raises(ValueError, match="expected 'all', a count, or device ids"):
-        spec_for(gpus=" , ")
+@pytest.mark.parametrize(("gpus", "parsed"), [("all", "all"), ("none", None), ("02", "2"), (" 0, 2 ", "device=0,2"),
+                                              ("device=1", "device=1")])
+def test_gpus_values_are_normalised(gpus, parsed):
+    assert parse_gpus(gpus) == parsed
+
+
+@pytest.mark.parametrize("gpus", [" , ", "all,1", "device=", "none,0"])
+def test_bad_gpus_value_is_refused(gpus):
+    with pytest.raises(ValueError, match=r"expected all, none, a count \(2\) or device ids"):
+        spec_for(gpus=gpus)
+
+
+def test_zero_gpus_is_refused_as_ambiguous():
+    with pytest.raises(ValueError, match="say --gpus none, or --gpus device=0"):
+        parse_gpus("0")
 
 
 def test_docker_sdk_accepts_the_spec_for_create_and_run():
@@ -97,3 +118,15 @@ def test_output_is_streamed_as_lines_per_stream_whatever_the_chunking():
     pump(chunks, out.append, err.append)
     assert out == ['{"record": 1}', '{"record": 2}', "\ufffd tail"]
     assert err == ["warning: x", "partial"]
+
+
+def test_a_container_is_an_orphan_when_its_gpubench_is_gone_from_this_host():
+    host, boot_id, pid, start_time = container_spec(SDXL, [], image=IMAGE, cache_volume="c", env={}
+                                                    )["labels"]["io.gpubench.owner"].split("/")
+    assert not is_orphan(f"{host}/{boot_id}/{pid}/{start_time}")
+    assert is_orphan(f"{host}/{boot_id}/{pid}/{int(start_time) + 1}")  # the pid is another process's now
+    assert is_orphan(f"{host}/{boot_id}/999999999/{start_time}")  # no such process
+    assert is_orphan(f"{host}/an-earlier-boot/{pid}/{start_time}")
+    assert not is_orphan(f"another-host/{boot_id}/999999999/1")  # a shared engine: not ours to judge
+    assert not is_orphan("")
+    assert not is_orphan(f"{host}/unknown/999999999/None")  # written where /proc is missing: nothing to compare
