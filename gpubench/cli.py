@@ -198,7 +198,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     run_dir = stores.RunDir.create(results_dir, run_id)
     if docker:
         outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
-            workload, setups, smoke, repeats, price, overrides, weights, run_id), gpus)
+            workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
     else:
         request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id, config=config,
                              price_usd_per_hour=price, weights=weights,
@@ -270,7 +270,8 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     try:
         exit_code = run_in_docker(spec, args, image=image, cache_volume=cache_volume,
                                   env={k: v for k, v in passthrough.items() if v}, gpus=gpus,
-                                  on_stdout_line=stream.feed, on_stderr_line=run_dir.log, run_folder=run_dir.path)
+                                  on_stdout_line=stream.feed, on_stderr_line=lambda line: _show_and_log(run_dir, line),
+                                  run_folder=run_dir.path)
     except DockerUnavailable as exc:  # the engine went away, or the image cannot be pulled
         run_dir.close()
         if not stream.lines:
@@ -291,9 +292,17 @@ def _remove_unstarted_run_dir(path: Path) -> None:
     path.rmdir()
 
 
-def _container_args(workload, setups, smoke, repeats, price, overrides, weights, run_id) -> list[str]:
+def _show_and_log(run_dir, line: str) -> None:
+    """The container's human text: on our stderr as a local run shows it, and in run.log."""
+    run_dir.log(line)
+    click.echo(line, err=True)
+
+
+def _container_args(workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu=False) -> list[str]:
     args = ["run", workload, "--setups", ",".join(setups), "--repeats", str(repeats), "--weights", weights,
             "--run-id", run_id]
+    if on_cpu:
+        args.append("--cpu")
     if smoke:
         args.append("--smoke")
     if price:

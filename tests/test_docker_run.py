@@ -130,3 +130,12 @@ def test_a_container_is_an_orphan_when_its_gpubench_is_gone_from_this_host():
     assert not is_orphan(f"another-host/{boot_id}/999999999/1")  # a shared engine: not ours to judge
     assert not is_orphan("")
     assert not is_orphan(f"{host}/unknown/999999999/None")  # written where /proc is missing: nothing to compare
+
+
+def test_the_container_runs_the_same_command_line_choices_as_the_host():
+    from gpubench.cli import _container_args
+
+    args = _container_args("sdxl", ["eager-b1"], False, 2, 1.5, ("steps=2",), "random", "r1", on_cpu=True)
+    assert args == ["run", "sdxl", "--setups", "eager-b1", "--repeats", "2", "--weights", "random", "--run-id", "r1",
+                    "--cpu", "--price", "1.5", "--set", "steps=2"]
+    assert "--cpu" not in _container_args("sdxl", ["eager-b1"], True, 1, None, (), "auto", "r1")
