@@ -55,15 +55,6 @@ class OllamaServer(ManagedServer):
         return {**os.environ, **self.settings.env(), "OLLAMA_HOST": f"{self.host}:{self.port}"}
 
     @property
-    def root_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible API root (…/v1)."""
-        return f"{self.root_url}/v1"
-
-    @property
     def ready_url(self) -> str:
         return f"{self.root_url}/api/version"
 

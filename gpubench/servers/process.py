@@ -92,6 +92,15 @@ class ManagedServer:
         raise NotImplementedError
 
     # --- lifecycle
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible API root (…/v1)."""
+        return f"{self.root_url}/v1"
+
     def start(self, progress=None) -> float:
         """Start and wait until ready_url answers 200; returns seconds from start to ready."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -106,15 +106,6 @@ class VllmServer(ManagedServer):
         return {**os.environ, "HF_HUB_OFFLINE": "1", **self.extra_env}
 
     @property
-    def root_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible API root (…/v1)."""
-        return f"{self.root_url}/v1"
-
-    @property
     def ready_url(self) -> str:
         return f"{self.base_url}/models"
 
