@@ -91,7 +91,6 @@ class ManagedServer:
     def ready_url(self) -> str:
         raise NotImplementedError
 
-    # --- lifecycle
     @property
     def root_url(self) -> str:
         return f"http://{self.host}:{self.port}"
@@ -101,6 +100,7 @@ class ManagedServer:
         """The OpenAI-compatible API root (…/v1)."""
         return f"{self.root_url}/v1"
 
+    # --- lifecycle
     def start(self, progress=None) -> float:
         """Start and wait until ready_url answers 200; returns seconds from start to ready."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
