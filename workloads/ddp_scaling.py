@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gpubench.stats import percentile
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
 
@@ -172,6 +173,7 @@ def join_group(recipe: Recipe, config: Config) -> Group:
 def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> dict[str, float]:
     import torch
     import torch.distributed as dist
+
     from gpubench.workloads.ddp_model import GPT
 
     device, on_cuda = group.device, group.device.type == "cuda"
@@ -217,7 +219,7 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
     metrics = {
         "tokens_per_s": tokens_per_step / (median_ms / 1000),
         "step_ms": median_ms,
-        "step_ms_p90": _percentile(step_ms, 90),
+        "step_ms_p90": percentile(step_ms, 90),
         "params_m": params / 1e6,
     }
     if group.world_size > 1:
@@ -256,6 +258,7 @@ def wrap(model, group: Group, bf16_hook: bool):
 def accumulate(ddp, accum: int, next_batch) -> None:
     """Forward and backward over `accum` micro-batches; DDP all-reduces only during the last backward."""
     import torch
+
     from gpubench.workloads.ddp_model import next_token_loss
 
     device_type = next(ddp.parameters()).device.type
@@ -365,10 +368,3 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100
-    low, high = int(rank), min(int(rank) + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

@@ -14,6 +14,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from gpubench.stats import percentile
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -138,7 +139,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         "first_step_s": first,
         "step_ms": dt * 1000,
         "step_ms_p50": statistics.median(per_step),
-        "step_ms_p90": _percentile(per_step, 90),
+        "step_ms_p90": percentile(per_step, 90),
         "tokens_per_s": tokens_per_s,
         "params_m": params / 1e6,
         "achieved_tflops": tokens_per_s * flops_per_token(config, params) / 1e12,
@@ -169,10 +170,3 @@ def _step_ms(marks, on_cuda: bool) -> list[float]:
     if on_cuda:
         return [a.elapsed_time(b) for a, b in zip(marks, marks[1:], strict=False)]
     return [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100
-    low, high = int(rank), min(int(rank) + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)

@@ -10,11 +10,11 @@ price (the catalog's cost basis), so it is not here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpubench.loadgen.client import RequestRecord
+from gpubench.stats import percentile
 from gpubench.workload import MetricDef
 
 PERCENTILES = (50, 90, 95, 99)
@@ -33,14 +33,6 @@ LOAD_METRICS: dict[str, MetricDef] = {
     "completion_tokens_mean": MetricDef("tokens"),
     "client_cpu_us_per_token": MetricDef("us/token", "lower"),
 }
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * p / 100
-    low = math.floor(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
 @dataclass(frozen=True)
