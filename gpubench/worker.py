@@ -104,7 +104,10 @@ class Worker:
             status, error = failure(exc)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status=status, error=error)
         result.info = dict(extra.info) if extra else {}
-        result.device = detect_device() if "torch" in sys.modules else None  # failed before choosing one
+        if "torch" in sys.modules:
+            result.device = detect_device()
+        else:  # an engine without torch (CTranslate2) says its device in info; None: failed before choosing one
+            result.device = result.info.get("device") if isinstance(result.info.get("device"), str) else None
         result.duration_s = round(time.perf_counter() - started, 3)
         return result
 
