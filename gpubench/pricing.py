@@ -20,8 +20,11 @@ def _tokens(name: str) -> list[str]:
 
 
 def _matches(candidate: str, gpu_name: str) -> bool:
-    squashed = re.sub(r"[^a-z0-9]", "", gpu_name.lower())
-    return all(token in squashed for token in _tokens(candidate))
+    """Each of the candidate's tokens is a run of whole tokens of the GPU's name: RTX5090 fits "GeForce RTX 5090",
+    A10 does not fit "A100 80GB PCIe"."""
+    words = _tokens(gpu_name)
+    runs = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    return all(token in runs for token in _tokens(candidate))
 
 
 def parse_prices(text: str) -> dict[str, float]:

@@ -29,3 +29,16 @@ def test_malformed_price_lists_are_refused():
         parse_prices("L40S:0.86")
     with pytest.raises(PriceError):
         parse_prices("L40S=cheap")
+
+
+def test_a_class_name_matches_whole_words_of_the_gpu_name_only():
+    from gpubench.pricing import best_match
+
+    names = ["A10", "A100", "A100-80GB", "L40", "L40S", "RTX5090", "RTX A6000", "RTX 6000 Ada"]
+    assert best_match(names, ["NVIDIA A10"]) == "A10"
+    assert best_match(names, ["NVIDIA A100 80GB PCIe"]) == "A100-80GB"  # not the A10, and the most specific
+    assert best_match(names, ["NVIDIA A100-SXM4-40GB"]) == "A100"
+    assert best_match(names, ["NVIDIA L40S"]) == "L40S"
+    assert best_match(names, ["NVIDIA GeForce RTX 5090"]) == "RTX5090"
+    assert best_match(names, ["NVIDIA RTX 6000 Ada Generation"]) == "RTX 6000 Ada"
+    assert best_match(names, ["NVIDIA RTX A6000"]) == "RTX A6000"
