@@ -58,6 +58,7 @@ class WorkloadSpec:
     via: Literal["job", "instance"] = "job"
     weights: tuple[str, ...] = ()  # Hub repos the study loads; an image build arg can bake them in
     notes: str = ""
+    extra: str = ""  # the pip extra (pyproject.toml) `gpubench run` needs for it: gpubench/extras.py
 
     @property
     def implemented(self) -> bool:
@@ -78,6 +79,7 @@ WORKLOADS: Registry[WorkloadSpec] = Registry("workload")
 
 WORKLOADS.add("train-compile", WorkloadSpec(
     name="train-compile",
+    extra="train",
     title="torch.compile vs eager training step, 468M Llama",
     study="torch.compile vs eager for training a 468M Llama-style model on four GPUs",
     setups=("eager-sdpa", "compile-sdpa", "eager-eager", "compile-eager"),
@@ -89,6 +91,7 @@ WORKLOADS.add("train-compile", WorkloadSpec(
 ))
 WORKLOADS.add("embed", WorkloadSpec(
     name="embed",
+    extra="embed",
     title="Text embedding throughput: BGE small/base/large at 128 and 512 tokens",
     study="Text embedding throughput per dollar: BGE small, base and large on RTX 5090, L40S, RTX A6000 and H100",
     setups=tuple(f"bge-{size}-{seq}" for size in ("small", "base", "large") for seq in (128, 512)),
@@ -100,6 +103,7 @@ WORKLOADS.add("embed", WorkloadSpec(
 ))
 WORKLOADS.add("cold-start", WorkloadSpec(
     name="cold-start",
+    extra="cold-start",
     title="Model cold start: fresh Hub download vs local cache, time to first token (Qwen2.5-7B)",
     study="Fresh Hugging Face download vs local cache: time to first token for a 7B model on a Runcrate L40S",
     setups=("fresh-download", "fresh-download-xet-hp", "cache-evicted", "cache-warm"),
@@ -111,6 +115,7 @@ WORKLOADS.add("cold-start", WorkloadSpec(
 ))
 WORKLOADS.add("whisper", WorkloadSpec(
     name="whisper",
+    extra="whisper",
     title="Whisper large-v3 audio hours per dollar: faster-whisper batched/sequential vs transformers",
     study="Whisper large-v3 hours of audio per dollar on four GPUs: RTX 5090, L40S, RTX A6000 and H100",
     setups=("fw-turbo-fp16-b16", "fw-large-v3-fp16-b16", "fw-large-v3-int8-b16", "hf-large-v3-fp16-b16",
@@ -125,6 +130,7 @@ WORKLOADS.add("whisper", WorkloadSpec(
 ))
 WORKLOADS.add("finetune", WorkloadSpec(
     name="finetune",
+    extra="finetune",
     title="Full fine-tune vs LoRA vs QLoRA, Qwen2.5-1.5B",
     study="Full fine-tune vs LoRA vs QLoRA on one L40S: Qwen2.5-1.5B, memory, speed and held-out loss, measured",
     setups=("full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8"),
@@ -137,6 +143,7 @@ WORKLOADS.add("finetune", WorkloadSpec(
 ))
 WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     name="ollama-vs-vllm",
+    extra="serve",
     title="Ollama Q4_K_M / Q8_0 vs vLLM bf16 on a 24 GB card, speed and GSM8K",
     study="Ollama Q4 vs vLLM bf16 on a 24 GB A10: 3x the single-user speed, 1.2 points of GSM8K",
     setups=tuple(f"{server}-{part}" for server in ("ollama-q4km", "ollama-q8", "vllm-bf16")
@@ -149,6 +156,7 @@ WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
 ))
 WORKLOADS.add("sdxl", WorkloadSpec(
     name="sdxl",
+    extra="sdxl",
     title="SDXL images per dollar, eager vs torch.compile, batch 1 and 4",
     study="SDXL images per dollar on four GPUs: RTX A6000, L40S, RTX 5090 and H100, eager vs torch.compile",
     setups=("eager-b1", "eager-b4", "compile-b1", "compile-b4"),
@@ -160,6 +168,7 @@ WORKLOADS.add("sdxl", WorkloadSpec(
 ))
 WORKLOADS.add("vllm-fp8", WorkloadSpec(
     name="vllm-fp8",
+    extra="serve",
     title="vLLM online FP8 vs bf16: throughput, latency and GSM8K",
     study="vLLM FP8 vs bf16 on an H100: 1.4x the throughput, and what it did to GSM8K accuracy",
     setups=tuple(f"{mode}-{part}" for mode in ("bf16", "fp8") for part in ("c1", "c8", "c32", "c64", "gsm8k")),
@@ -172,6 +181,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
 ))
 WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     name="vllm-prefix-cache",
+    extra="serve",
     title="vLLM prefix caching on vs off with a shared 1k/4k-token system prompt",
     study="vLLM prefix caching on vs off: 7.5x the throughput with a 4,000-token system prompt on one L40S",
     setups=tuple(f"{mode}-{prefix}-{users}" for mode in ("on", "off") for prefix in ("p1000", "p4000")
@@ -184,6 +194,7 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
 ))
 WORKLOADS.add("ddp-scaling", WorkloadSpec(
     name="ddp-scaling",
+    extra="train",
     title="DDP scaling on one multi-GPU host: plain, bf16 gradient compression, accumulation",
     study="4 GPUs, 2x speed: why PyTorch DDP stalled on a PCIe-only 4x RTX A6000, and two flags that took it to 3.6x",
     setups=("allreduce-2gpu", "allreduce-4gpu",
@@ -198,6 +209,7 @@ WORKLOADS.add("ddp-scaling", WorkloadSpec(
 ))
 WORKLOADS.add("first-matmul", WorkloadSpec(
     name="first-matmul",
+    extra="train",
     title="Launch to first CUDA matmul: API running, first SSH, first 4096x4096 matmul",
     study="How long until a rented GPU runs CUDA? Launch to first matmul on six GPU types, timed",
     setups=("matmul",),
@@ -209,6 +221,7 @@ WORKLOADS.add("first-matmul", WorkloadSpec(
 ))
 WORKLOADS.add("vllm-serving", WorkloadSpec(
     name="vllm-serving",
+    extra="serve",
     title="vLLM serving cost: Qwen2.5-7B tokens/s and $ per 1M tokens at concurrency 1-64",
     study="vLLM on three GPUs: Qwen2.5-7B tokens per second and cost per 1M tokens on RTX A6000, L40S and H100",
     setups=("c1", "c8", "c32", "c64"),

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import click
 
+from gpubench import exit_codes, extras
 from gpubench.catalog import WORKLOADS
 from gpubench.loadgen.loadgen_cli import loadgen
 from gpubench.registry import UnknownName, pick
 
-EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT, EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.SETUPS_NOT_OK, exit_codes.BAD_INPUT
+EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = exit_codes.KEPT_LOCALLY, exit_codes.INTERRUPTED
 
 
 class CliError(click.ClickException):
@@ -39,7 +41,7 @@ def _split_setups(values: tuple[str, ...]) -> list[str]:
     return [s.strip() for v in values for s in v.split(",") if s.strip()]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes.epilog())
 @click.version_option(package_name="gpubench")
 def cli() -> None:
     """Reproducible GPU benchmarks: the Runcrate studies as pinned, self-describing runs."""
@@ -107,21 +109,46 @@ def schema() -> None:
     click.echo(json.dumps(json_schema(), indent=2))
 
 
+JSON_OPTION = click.option("--json", "as_json", is_flag=True,
+                           help="JSON for machines (the default when stdout is not a terminal).")
+
+
 @cli.command()
-def env() -> None:
+@JSON_OPTION
+def env(as_json: bool) -> None:
     """The environment block a run on this machine would record."""
-    from gpubench import environment
+    from gpubench import environment, live
 
-    click.echo(environment.collect().model_dump_json(indent=2))
+    block = environment.collect()
+    if live.wants_records(as_json):
+        click.echo(block.model_dump_json(indent=2))
+        return
+    gpus = ", ".join(f"{g.name} ({g.memory_gb:g} GB)" if g.memory_gb else g.name for g in block.gpus) or "none found"
+    rows = [("gpus", gpus), ("driver / CUDA", f"{block.driver_version or '-'} / {block.cuda_version or '-'}"),
+            ("cpu", f"{block.cpu_model or '?'}, {block.cpu_cores or '?'} cores"),
+            ("ram", f"{block.ram_gb:g} GB" if block.ram_gb else "?"), ("python", block.python),
+            ("platform", block.platform), ("git commit", block.git_commit or "-"), ("image", block.image or "-")]
+    rows += [(name, version or "not installed") for name, version in block.libraries.items()]
+    width = max(len(name) for name, _ in rows)
+    click.echo("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
 
 
 @cli.command()
-def images() -> None:
+@JSON_OPTION
+def images(as_json: bool) -> None:
     """Each workload's image reference (the launcher's default --image)."""
+    from gpubench import live
     from gpubench.images import image_rows
 
-    for row in image_rows():
-        click.echo(json.dumps(row))
+    rows = image_rows()
+    if live.wants_records(as_json):
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    width = max(len(row["name"]) for row in rows)
+    for row in rows:
+        pins = ", ".join(f"{dep} {version or '?'}" for dep, version in row["locked"].items())
+        click.echo(f"{row['name']:<{width}}  {row['image']}\n{'':<{width}}  {row['folder']}: {pins}")
 
 
 @cli.command()
@@ -150,15 +177,24 @@ def images() -> None:
                    " like 0,2.")
 @click.option("--cpu", "on_cpu", is_flag=True,
               help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume, gpus, on_cpu) -> None:
-    """Run WORKLOAD: each setup in a fresh process; records on stdout, a run folder on disk."""
-    from gpubench import runid, stores
+        cache_volume, gpus, on_cpu, as_json) -> None:
+    """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
+    terminal or JSON Lines records for a pipe or file (--json forces records)."""
+    import contextlib
+
+    from gpubench import live, runid, stores
     from gpubench import weights as weight_store
     from gpubench.runner import Runner, RunRequest
     from gpubench.workload import build_config, load_module, parse_overrides
 
     spec = WORKLOADS.get(workload)
+    if docker:
+        extras.require("docker", "gpubench run --docker", ("docker",))
+    elif spec.extra:
+        extras.require(spec.extra, f"gpubench run {workload}")
     setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
     if not setups:
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
@@ -195,15 +231,18 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     if target:
         target.check_writable(run_id)
 
-    run_dir = stores.RunDir.create(results_dir, run_id)
-    if docker:
-        outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
-            workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
-    else:
-        request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id, config=config,
-                             price_usd_per_hour=price, weights=weights,
-                             weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
-        outcome = Runner(request, run_dir).run(argv=_safe_argv(), store_url=target.url if target else None).status
+    view = None if live.wants_records(as_json) else live.LiveView()
+    run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
+    with view or contextlib.nullcontext():
+        if docker:
+            outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
+                workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
+        else:
+            request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
+                                 config=config, price_usd_per_hour=price, weights=weights,
+                                 weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
+            runner = Runner(request, run_dir, echo=view.print if view else None)
+            outcome = runner.run(argv=_safe_argv(), store_url=target.url if target else None).status
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
     code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
@@ -367,6 +406,8 @@ def report(paths, html_file) -> None:
         if total > 5 and (done == total or done % 10 == 0):
             click.echo(f"gpubench: read {done}/{total} runs under {path}", err=True)
 
+    if html_file:
+        extras.require("report", "gpubench report --html", ("matplotlib",))
     try:
         built = reports.build(stored.discover(list(paths), on_progress=progress))
     except (stored.StoredRunError, StoreError, ValueError) as exc:
@@ -443,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"gpubench: error: {exc.format_message()}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload, MissingWeights) as exc:
+    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload, MissingWeights, extras.MissingExtra) as exc:
         click.echo(f"gpubench: error: {exc}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
     sys.exit(EXIT_OK)

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from gpubench.workloads import cold_start_checkpoint as checkpoint
 
 QWEN_7B = checkpoint.Shape(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4, intermediate_size=18944,

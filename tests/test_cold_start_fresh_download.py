@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from clirun import gpubench
+
 from gpubench.workloads import cold_start, cold_start_checkpoint
 
 REPO = cold_start.SMOKE["model_id"]

@@ -7,6 +7,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from gpubench.workloads import cold_start_hub as hub
 
 REPO = "Qwen/Qwen2.5-7B-Instruct"

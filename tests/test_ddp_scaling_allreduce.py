@@ -1,6 +1,7 @@
 """The all-reduce test's sizes and bus-bandwidth factor are nccl-tests' own."""
 
 import pytest
+
 from gpubench.workloads import ddp_allreduce, ddp_scaling
 
 

@@ -3,11 +3,11 @@ run of the same recipe, $ per 1B tokens for the GPUs used, and the all-reduce ti
 Checked against the post's own 124M/355M tables (4x RTX A6000, $2.64/h for the machine)."""
 
 import pytest
-from gpubench.workloads import ddp_scaling
 
 from gpubench.catalog import WORKLOADS
 from gpubench.runner import cost_metrics
 from gpubench.schema import Metric, SetupResult
+from gpubench.workloads import ddp_scaling
 
 SPEC = WORKLOADS.get("ddp-scaling")
 MACHINE_USD_PER_HOUR = 2.64

@@ -2,6 +2,7 @@
 
 import pytest
 from clirun import gpubench
+
 from gpubench.workloads.embed_model import BGE, MAX_POSITIONS, VOCAB_SIZE
 
 PRICE = 0.54

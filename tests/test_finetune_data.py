@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from gpubench.workloads import finetune_data as data
 
 

@@ -1,6 +1,7 @@
 """The random-weights pipeline has SDXL base's real shapes, and its prompts take the pipeline's 77-token path."""
 
 import pytest
+
 from gpubench.workloads.sdxl_components import SDXL_BASE, local_clip_tokenizer
 
 torch = pytest.importorskip("torch")

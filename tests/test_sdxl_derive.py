@@ -1,9 +1,9 @@
 """The compile break-even and batch comparisons, from result records as the runner hands them over."""
 
 import pytest
-from gpubench.workloads.sdxl import Config, derive
 
 from gpubench.schema import Metric, SetupResult
+from gpubench.workloads.sdxl import Config, derive
 
 
 def result(setup, **metrics):

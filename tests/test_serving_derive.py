@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from gpubench.workloads import ollama_vs_vllm, vllm_fp8, vllm_prefix_cache
 
 from gpubench.loadgen import gsm8k
 from gpubench.schema import Metric, SetupResult
+from gpubench.workloads import ollama_vs_vllm, vllm_fp8, vllm_prefix_cache
 
 
 def result(setup: str, info: dict | None = None, **metrics: float) -> SetupResult:

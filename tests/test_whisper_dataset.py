@@ -6,6 +6,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from clirun import gpubench
+
 from gpubench.workloads import whisper_audio
 
 

@@ -6,6 +6,7 @@ import shutil
 import pytest
 import torch
 from clirun import gpubench
+
 from gpubench.workloads import whisper_audio, whisper_random
 from gpubench.workloads.whisper import _first_seconds
 

@@ -4,6 +4,7 @@ the study's scorer: a bounded word error rate on pytest-audioeval's English clip
 from types import SimpleNamespace
 
 import pytest
+
 from gpubench.workloads import whisper_audio, whisper_engines
 from gpubench.workloads.whisper_text import corpus_wer, normalize
 

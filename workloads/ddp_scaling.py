@@ -62,21 +62,24 @@ HEADLINE = ["tokens_per_s", "speedup", "scaling_efficiency_pct", "step_ms", "bus
             "algbw_median_gbps"]
 
 METRICS = {
-    "tokens_per_s": MetricDef("tokens/s", "higher"),
-    "step_ms": MetricDef("ms", "lower"),  # the median optimizer step
-    "step_ms_p90": MetricDef("ms", "lower"),
-    "gradient_mb_per_step": MetricDef("MB", "lower"),  # what each rank all-reduces per optimizer step
-    "params_m": MetricDef("M params"),
-    "peak_mem_gb": MetricDef("GB", "lower"),
-    "peak_rss_gb": MetricDef("GB", "lower"),
-    "busbw_peak_gbps": MetricDef("GB/s", "higher"),
-    "busbw_median_gbps": MetricDef("GB/s", "higher"),
-    "algbw_median_gbps": MetricDef("GB/s", "higher"),
+    "tokens_per_s": MetricDef("tokens/s", "higher", "training tokens per second over all GPUs: the study's headline"),
+    "step_ms": MetricDef("ms", "lower", "median optimizer step"),
+    "step_ms_p90": MetricDef("ms", "lower", "90th-percentile optimizer step"),
+    "gradient_mb_per_step": MetricDef("MB", "lower", "what each rank all-reduces per optimizer step"),
+    "params_m": MetricDef("M params", None, "model parameters, millions"),
+    "peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory allocated by torch on rank 0"),
+    "peak_rss_gb": MetricDef("GB", "lower", "peak resident host memory of rank 0"),
+    "busbw_peak_gbps": MetricDef("GB/s", "higher", "all-reduce bus bandwidth, best message size (nccl-tests' busbw)"),
+    "busbw_median_gbps": MetricDef("GB/s", "higher", "all-reduce bus bandwidth, median over message sizes"),
+    "algbw_median_gbps": MetricDef(
+        "GB/s", "higher", "all-reduce algorithm bandwidth (bytes / time), median over message sizes"),
     # derived, across setups of one repeat (see derive)
-    "speedup": MetricDef("x", "higher"),
-    "scaling_efficiency_pct": MetricDef("%", "higher"),
-    "usd_per_1B_tokens_gpu_share": MetricDef("USD/1B tokens", "lower"),
-    "allreduce_ms_est": MetricDef("ms", "lower"),
+    "speedup": MetricDef("x", "higher", "tokens_per_s over the same model's 1-GPU setup"),
+    "scaling_efficiency_pct": MetricDef("%", "higher", "speedup / GPUs, in percent"),
+    "usd_per_1B_tokens_gpu_share": MetricDef(
+        "USD/1B tokens", "lower", "cost per 1B tokens at --price per GPU times the GPUs used"),
+    "allreduce_ms_est": MetricDef(
+        "ms", "lower", "gradient_mb_per_step over the measured bus bandwidth: the all-reduce's share of a step"),
 }
 
 
@@ -108,6 +111,14 @@ for _size in ("124m", "355m"):
         f"{_size}-4gpu-both": Recipe(4, _size, bf16_hook=True, accum=4),
     })
 del _size
+
+SETUP_NOTES = {
+    name: (f"all-reduce bandwidth test over {recipe.gpus} GPUs" if recipe.size is None else
+           f"GPT-2 {recipe.size} DDP on {recipe.gpus} GPU{'s' if recipe.gpus > 1 else ''}"
+           + (", bf16 gradient compression hook" if recipe.bf16_hook else "")
+           + (f", {recipe.accum} micro-batches per all-reduce (no_sync)" if recipe.accum > 1 else ""))
+    for name, recipe in SETUPS.items()
+}
 
 COST_NOTE = ("usd_per_1B_tokens is at the price given for the whole machine; the study's 1-GPU row used one "
              "GPU's share of it: usd_per_1B_tokens_gpu_share = that x GPUs used / GPUs on the host")

@@ -53,28 +53,45 @@ SMOKE = {
     "tuned_batches": "16,32", "tuned_probe_seconds": 0.2,
 }
 
+HEADLINE = [  # the post's table columns, in its order
+    "passages_per_s", "tokens_per_s", "peak_mem_gb", "usd_per_1M_passages", "gpu_only_passages_per_s",
+    "host_bound_share", "tuned_passages_per_s", "tuned_gain",
+]
+
 METRICS = {
-    "passages_per_s": MetricDef("passages/s", "higher"),
-    "tokens_per_s": MetricDef("tokens/s", "higher"),
-    "peak_mem_gb": MetricDef("GB", "lower"),
-    "peak_rss_gb": MetricDef("GB", "lower"),
-    "tokens_per_passage": MetricDef("tokens"),
-    "gpu_only_passages_per_s": MetricDef("passages/s", "higher"),
-    "gpu_only_tokens_per_s": MetricDef("tokens/s", "higher"),
-    "host_bound_share": MetricDef("fraction", "lower"),
-    "tuned_passages_per_s": MetricDef("passages/s", "higher"),
-    "tuned_tokens_per_s": MetricDef("tokens/s", "higher"),
-    "tuned_batch": MetricDef("passages"),
-    "tuned_workers": MetricDef("processes"),
-    "tuned_gain": MetricDef("x", "higher"),
-    "tuned_vs_gpu_only": MetricDef("x", "higher"),
-    "tuned_peak_mem_gb": MetricDef("GB", "lower"),
-    "tuned_usd_per_1M_passages": MetricDef("USD/1M passages", "lower"),
-    "params_m": MetricDef("M params"),
+    "passages_per_s": MetricDef(
+        "passages/s", "higher", "passages embedded per second, the study's headline (tokenize + forward + pooling)"),
+    "tokens_per_s": MetricDef("tokens/s", "higher", "tokens embedded per second (passages_per_s x tokens_per_passage)"),
+    "peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory allocated by torch during the timed encode"),
+    "peak_rss_gb": MetricDef("GB", "lower", "peak resident host memory of the worker process"),
+    "tokens_per_passage": MetricDef(
+        "tokens", None, "mean tokens per passage after truncation to the setup's sequence length"),
+    "gpu_only_passages_per_s": MetricDef(
+        "passages/s", "higher", "passages/s with tokenization done beforehand: the model's own speed"),
+    "gpu_only_tokens_per_s": MetricDef("tokens/s", "higher", "tokens/s of the model alone (pre-tokenized)"),
+    "host_bound_share": MetricDef(
+        "fraction", "lower", "share of the time spent off the GPU (1 - passages_per_s / gpu_only_passages_per_s)"),
+    "tuned_passages_per_s": MetricDef(
+        "passages/s", "higher", "passages/s of the tuned pipeline (larger batch, parallel tokenizer workers)"),
+    "tuned_tokens_per_s": MetricDef("tokens/s", "higher", "tokens/s of the tuned pipeline"),
+    "tuned_batch": MetricDef("passages", None, "batch size the tuned pipeline used"),
+    "tuned_workers": MetricDef("processes", None, "tokenizer worker processes the tuned pipeline used"),
+    "tuned_gain": MetricDef("x", "higher", "tuned passages/s over the plain sentence-transformers encode"),
+    "tuned_vs_gpu_only": MetricDef(
+        "x", "higher", "tuned passages/s over the model-only speed (1.0 = no host overhead left)"),
+    "tuned_peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory of the tuned pipeline"),
+    "tuned_usd_per_1M_passages": MetricDef(
+        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price"),
+    "params_m": MetricDef("M params", None, "model parameters, millions"),
 }
 
 SETUPS = {f"bge-{size}-{seq}": (size, seq) for size in ("small", "base", "large") for seq in (128, 512)}
 
+
+SETUP_NOTES = {
+    f"bge-{size}-{seq}": f"BAAI/bge-{size}-en-v1.5 ({params}), sentence-transformers encode, {seq}-token passages"
+    for size, params in (("small", "33M"), ("base", "110M"), ("large", "335M")) for seq in (128, 512)
+}
 
 def weights_for(setup: str, config: Config) -> list[str]:
     from gpubench.workloads.embed_model import BGE
@@ -154,6 +171,7 @@ def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, on
 def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
     """The same batches, tokenized as encode() does it and put on the device beforehand: forward passes only."""
     import torch
+
     from gpubench.workloads.embed_model import preprocess
 
     device = next(model.parameters()).device
@@ -177,6 +195,7 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
 
 def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
     import torch
+
     from gpubench.workloads import embed_tuned
     from gpubench.workloads.embed_model import preprocess
 

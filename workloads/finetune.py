@@ -104,23 +104,29 @@ SMOKE = {
     "cpu_threads": 1,  # a model this small only loses to thread start-up and contention
 }
 
+HEADLINE = [  # the post's table columns, in its order
+    "trainable_params_m", "train_s", "tokens_per_s", "peak_mem_gib", "eval_loss_before", "eval_loss_after",
+    "usd_per_training_run",
+]
+
 METRICS = {
-    "trainable_params_m": MetricDef("M params"),
-    "trainable_pct": MetricDef("%"),
-    "train_s": MetricDef("s", "lower"),
-    "tokens_per_s": MetricDef("tokens/s", "higher"),
-    "train_tokens": MetricDef("tokens"),
-    "peak_mem_gib": MetricDef("GiB", "lower"),
-    "peak_rss_gib": MetricDef("GiB", "lower"),
-    "eval_loss_before": MetricDef("nats/token"),
-    "eval_loss_after": MetricDef("nats/token", "lower"),
-    "eval_loss_drop": MetricDef("nats/token", "higher"),
+    "trainable_params_m": MetricDef("M params", None, "parameters the optimizer updates, millions"),
+    "trainable_pct": MetricDef("%", None, "trainable parameters as a share of the model's"),
+    "train_s": MetricDef("s", "lower", "wall time of the timed training steps"),
+    "tokens_per_s": MetricDef("tokens/s", "higher", "training tokens processed per second: the study's headline"),
+    "train_tokens": MetricDef("tokens", None, "tokens processed in the timed steps"),
+    "peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory allocated by torch (an oom row when it does not fit)"),
+    "peak_rss_gib": MetricDef("GiB", "lower", "peak resident host memory of the worker process"),
+    "eval_loss_before": MetricDef("nats/token", None, "held-out loss before training"),
+    "eval_loss_after": MetricDef("nats/token", "lower", "held-out loss after training"),
+    "eval_loss_drop": MetricDef("nats/token", "higher", "eval_loss_before - eval_loss_after: the training did learn"),
     # across setups (derive), at the same micro-batch
-    "speedup_vs_full": MetricDef("x", "higher"),
-    "memory_vs_full": MetricDef("ratio", "lower"),
-    "speedup_vs_mb8": MetricDef("x", "higher"),
-    "peak_mem_over_lora_gib": MetricDef("GiB", "lower"),
-    "loss_before_over_lora": MetricDef("nats/token", "lower"),
+    "speedup_vs_full": MetricDef("x", "higher", "tokens_per_s over the full fine-tune's at the same micro-batch"),
+    "memory_vs_full": MetricDef("ratio", "lower", "peak_mem_gib over the full fine-tune's at the same micro-batch"),
+    "speedup_vs_mb8": MetricDef("x", "higher", "tokens_per_s at micro-batch 4 over the same method's at micro-batch 8"),
+    "peak_mem_over_lora_gib": MetricDef("GiB", "lower", "peak_mem_gib minus LoRA's at the same micro-batch"),
+    "loss_before_over_lora": MetricDef(
+        "nats/token", "lower", "eval_loss_before minus LoRA's (QLoRA's 4-bit quantisation cost)"),
 }
 
 # The post compared the three models' answers to three fixed prompts and names one of them; the other two are ours.
@@ -140,16 +146,23 @@ SETUPS = {  # setup name -> (method, micro-batch)
 }
 
 
+SETUP_NOTES = {
+    f"{method}-mb{mb}": f"{label}, micro-batch {mb}" for method, label in (
+        ("full", "full fine-tune, every weight trained (fp32 weights, bf16 autocast, AdamW)"),
+        ("lora", "LoRA adapters on a frozen bf16 model"),
+        ("qlora", "QLoRA: LoRA adapters on a 4-bit NF4 model (bitsandbytes)"),
+    ) for mb in (4, 8)
+}
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return [repo for repo, field in ((MODEL_REPO, config.model_file), (DATA_REPO, config.data_file)) if field == ""]
 
 
 def _sources(config: Config, ctx: SetupContext):
     """(model source, records, tokenizer, info): what the setup trains, and a description of it."""
+    from gpubench.weights import revision
     from gpubench.workloads import finetune_data as data
     from gpubench.workloads import finetune_models as models
-
-    from gpubench.weights import revision
 
     model_path = None if config.model_file == "random" else (config.model_file or ctx.weight_paths.get(MODEL_REPO))
     source = models.source_for(model_path, config.shape())
@@ -180,9 +193,10 @@ def _sources(config: Config, ctx: SetupContext):
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     import torch
+    from transformers import get_cosine_schedule_with_warmup
+
     from gpubench.workloads import finetune_data as data
     from gpubench.workloads import finetune_models as models
-    from transformers import get_cosine_schedule_with_warmup
 
     method, _ = SETUPS[setup]
     micro, accumulation = config.batching(setup)
@@ -280,6 +294,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 def heldout_loss(model, batches, device: str, autocast) -> float:
     """Mean loss per held-out answer token (each micro-batch's mean weighted by its answer tokens)."""
     import torch
+
     from gpubench.workloads.finetune_data import IGNORE
 
     model.eval()

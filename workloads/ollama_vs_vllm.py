@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workloads import serving_common as common
-
 from gpubench.workload import SetupContext
+from gpubench.workloads import serving_common as common
 
 TOPICS = (
     "database indexes", "HTTP caching", "TCP congestion control", "garbage collection", "DNS resolution",
@@ -56,6 +55,19 @@ SERVERS = ("ollama-q4km", "ollama-q8", "vllm-bf16")
 LEVELS = {"u1": (1, 12), "u4": (4, 32), "u16": (16, 96)}  # users, requests
 SETUPS = {f"{server}-{name}": (server, level) for server in SERVERS for name, level in
           [*LEVELS.items(), ("gsm8k", None)]}
+
+SETUP_NOTES = {
+    f"{server}-{name}": (f"{what}, " + (f"{LEVELS[name][0]} concurrent user(s), {LEVELS[name][1]} requests"
+                                        if name in LEVELS else "GSM8K accuracy pass"))
+    for server, what in (("ollama-q4km", "Ollama, Q4_K_M GGUF"), ("ollama-q8", "Ollama, Q8_0 GGUF"),
+                         ("vllm-bf16", "vLLM, bf16 weights"))
+    for name in [*LEVELS, "gsm8k"]
+}
+
+HEADLINE = [  # the post's table columns, in its order
+    "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p95", "usd_per_1M_output_tokens",
+    "gpu_memory_in_use_gib", "gsm8k_accuracy", "gsm8k_correct", "gsm8k_wall_s",
+]
 
 METRICS = {**common.METRICS_COMMON, **common.DISAGREEMENT_METRICS}
 

@@ -26,21 +26,21 @@ from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 
 SERVER_METRICS: dict[str, MetricDef] = {
-    "server_ready_s": MetricDef("s", "lower"),  # process start -> /v1/models (vLLM) or /api/version answers
-    "first_chat_reply_s": MetricDef("s", "lower"),  # one short chat request right after ready
-    "weights_gib": MetricDef("GiB", "lower"),  # vLLM's "Model loading took ... GiB"
-    "kv_cache_gib": MetricDef("GiB", "higher"),
-    "kv_cache_tokens": MetricDef("tokens", "higher"),
-    "prefix_cache_hit_rate": MetricDef("%", "higher"),  # /metrics hits / queries over the timed run
-    "prefix_cache_queries": MetricDef("tokens"),
-    "prefix_cache_hits": MetricDef("tokens"),
-    "server_prompt_tokens": MetricDef("tokens"),  # vllm:prompt_tokens over the timed run
-    "server_generation_tokens": MetricDef("tokens"),
-    "pull_s": MetricDef("s", "lower"),  # ollama pull, through its API
-    "pull_gb": MetricDef("GB"),
-    "model_load_s": MetricDef("s", "lower"),  # Ollama: the first request after the pull, loading the model
-    "model_vram_gib": MetricDef("GiB", "lower"),  # Ollama /api/ps size_vram
-    "gpu_memory_in_use_gib": MetricDef("GiB", "lower"),  # NVML, device-wide, peak over the GSM8K pass
+    "server_ready_s": MetricDef("s", "lower", "process start until /v1/models (vLLM) or /api/version (Ollama) answers"),
+    "first_chat_reply_s": MetricDef("s", "lower", "one short chat request right after the server is ready"),
+    "weights_gib": MetricDef("GiB", "lower", "vLLM's \"Model loading took ... GiB\""),
+    "kv_cache_gib": MetricDef("GiB", "higher", "GPU memory vLLM gave the KV cache"),
+    "kv_cache_tokens": MetricDef("tokens", "higher", "tokens the KV cache holds (vLLM's GPU KV cache size)"),
+    "prefix_cache_hit_rate": MetricDef("%", "higher", "/metrics prefix-cache hits / queries over the timed run"),
+    "prefix_cache_queries": MetricDef("tokens", None, "prompt tokens looked up in the prefix cache over the timed run"),
+    "prefix_cache_hits": MetricDef("tokens", None, "of those, tokens found in the cache"),
+    "server_prompt_tokens": MetricDef("tokens", None, "vllm:prompt_tokens over the timed run"),
+    "server_generation_tokens": MetricDef("tokens", None, "vllm:generation_tokens over the timed run"),
+    "pull_s": MetricDef("s", "lower", "ollama pull, through its API"),
+    "pull_gb": MetricDef("GB", None, "bytes the pull fetched"),
+    "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
+    "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
+    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
 }
 METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
 
@@ -259,10 +259,12 @@ def gsm8k_disagreement(a_info: dict, b_info: dict) -> dict[str, float]:
 
 
 DISAGREEMENT_METRICS = {
-    "gsm8k_same_answer": MetricDef("questions"),
-    "gsm8k_different_answer": MetricDef("questions"),
-    "gsm8k_only_baseline_correct": MetricDef("questions"),
-    "gsm8k_only_this_correct": MetricDef("questions"),
+    "gsm8k_same_answer": MetricDef(
+        "questions", None, "GSM8K questions where this setup gave the baseline's final answer"),
+    "gsm8k_different_answer": MetricDef("questions", None, "GSM8K questions where the final answers differ"),
+    "gsm8k_only_baseline_correct": MetricDef(
+        "questions", None, "questions the baseline got right and this setup wrong"),
+    "gsm8k_only_this_correct": MetricDef("questions", None, "questions this setup got right and the baseline wrong"),
 }
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workloads import serving_common as common
-
 from gpubench.workload import MetricDef, SetupContext
+from gpubench.workloads import serving_common as common
 
 
 @dataclass
@@ -40,10 +39,25 @@ LEVELS = {"c1": (1, 16), "c8": (8, 64), "c32": (32, 192), "c64": (64, 320)}  # c
 SETUPS = {f"{mode}-{name}": (mode, level) for mode in ("bf16", "fp8") for name, level in
           [*LEVELS.items(), ("gsm8k", None)]}
 
+SETUP_NOTES = {
+    f"{mode}-{name}": (f"vLLM, {what}, " + (f"{LEVELS[name][0]} concurrent requests, {LEVELS[name][1]} prompts"
+                                           if name in LEVELS else "GSM8K accuracy pass"))
+    for mode, what in (("bf16", "bf16 weights"), ("fp8", "--quantization fp8 (weights FP8 on the fly)"))
+    for name in [*LEVELS, "gsm8k"]
+}
+
+HEADLINE = [  # the post's table columns, in its order
+    "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
+    "gsm8k_correct", "gsm8k_accuracy", "gsm8k_wall_s", "weights_gib", "kv_cache_gib", "kv_cache_tokens",
+    "server_ready_s",
+]
+
 METRICS = {
     **common.METRICS_COMMON, **common.DISAGREEMENT_METRICS,
-    "fp8_speedup_output_tokens_per_s": MetricDef("x", "higher"),  # FP8 / bf16 at the same concurrency
-    "fp8_speedup_per_user_tokens_per_s": MetricDef("x", "higher"),
+    "fp8_speedup_output_tokens_per_s": MetricDef(
+        "x", "higher", "FP8 output tokens/s over bf16's at the same concurrency"),
+    "fp8_speedup_per_user_tokens_per_s": MetricDef(
+        "x", "higher", "FP8 per-user tokens/s over bf16's at the same concurrency"),
 }
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workloads import serving_common as common
-
 from gpubench.workload import MetricDef, SetupContext
+from gpubench.workloads import serving_common as common
 
 
 @dataclass
@@ -34,9 +33,21 @@ LEVELS = {"c1": (1, 24), "c16": (16, 160), "c64": (64, 384)}  # concurrency, req
 SETUPS = {f"{mode}-{prefix}-{name}": (mode, prefix, level) for mode in ("on", "off") for prefix in ("p1000", "p4000")
           for name, level in LEVELS.items()}
 
+SETUP_NOTES = {
+    f"{mode}-{prefix}-{name}": (f"vLLM prefix caching {mode}, a shared {prefix[1:]}-token system prompt,"
+                                f" {LEVELS[name][0]} concurrent requests")
+    for mode in ("on", "off") for prefix in ("p1000", "p4000") for name in LEVELS
+}
+
+HEADLINE = [  # the post's table columns, in its order
+    "requests_per_s", "output_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "prefix_cache_hit_rate",
+    "usd_per_1k_requests", "cost_ratio_off_vs_on",
+]
+
 METRICS = {
     **common.METRICS_COMMON,
-    "cost_ratio_off_vs_on": MetricDef("x", "higher"),  # $ per 1k requests with the cache off / on
+    "cost_ratio_off_vs_on": MetricDef(
+        "x", "higher", "$ per 1k requests with the cache off over on, same prefix and concurrency"),
 }
 
 

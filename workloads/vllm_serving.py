@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workloads import serving_common as common
-
 from gpubench.workload import SetupContext
+from gpubench.workloads import serving_common as common
 
 
 @dataclass
@@ -27,10 +26,18 @@ class Config(common.ServingConfig):
 SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,
          "input_tokens": 64, "output_tokens": 16, "max_requests": 6}
 
+HEADLINE = [  # the post's table columns, in its order
+    "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
+    "server_ready_s", "first_chat_reply_s",
+]
+
 METRICS = common.METRICS_COMMON
 
 SETUPS = {"c1": (1, 16), "c8": (8, 64), "c32": (32, 192), "c64": (64, 320)}  # concurrency, prompts
 
+
+SETUP_NOTES = {name: f"vLLM, {users} concurrent requests, {prompts} prompts" for name, (users, prompts) in
+               SETUPS.items()}
 
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config)

@@ -26,10 +26,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.workloads.whisper_audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
-
 from gpubench import weights as weight_store
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+from gpubench.workloads.whisper_audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,14 @@ SETUPS = {
 }
 SEQUENTIAL = "fw-large-v3-fp16-seq"
 
+
+SETUP_NOTES = {
+    "fw-turbo-fp16-b16": "faster-whisper large-v3-turbo, fp16, BatchedInferencePipeline batch 16",
+    "fw-large-v3-fp16-b16": "faster-whisper large-v3, fp16, batched 16",
+    "fw-large-v3-int8-b16": "faster-whisper large-v3, int8 weights / fp16 compute, batched 16",
+    "hf-large-v3-fp16-b16": "transformers pipeline, openai/whisper-large-v3, fp16, batch 16",
+    "fw-large-v3-fp16-seq": "faster-whisper large-v3, fp16, sequential beam 5 (the baseline)",
+}
 
 @dataclass
 class Config:
@@ -72,17 +79,23 @@ class Config:
 SMOKE = {"size": "tiny", "audio_dir": "@audioeval-en", "warmup_audio_s": 1.0, "random_tokens_per_window": 8,
          "synthetic_audio_s": 20.0, "cpu_threads": 1}
 
+HEADLINE = [  # the post's table columns, in its order
+    "realtime_factor", "wer_pct", "peak_gpu_mem_gib", "1k_audio_hours_per_usd", "usd_per_1k_audio_hours",
+]
+
 METRICS = {
-    "realtime_factor": MetricDef("x realtime", "higher"),
-    "transcribe_s": MetricDef("s", "lower"),
-    "audio_s": MetricDef("s"),
-    "warmup_s": MetricDef("s"),
-    "model_load_s": MetricDef("s", "lower"),
-    "wer_pct": MetricDef("%", "lower"),
-    "reference_words": MetricDef("words"),
-    "peak_gpu_mem_gib": MetricDef("GiB", "lower"),
-    "peak_rss_gib": MetricDef("GiB", "lower"),
-    "x_vs_sequential": MetricDef("x", "higher"),  # derived: speed over the sequential beam-5 setup's
+    "realtime_factor": MetricDef(
+        "x realtime", "higher", "seconds of audio transcribed per second of wall time: the study's headline"),
+    "transcribe_s": MetricDef("s", "lower", "wall time of the timed transcription of the whole audio set"),
+    "audio_s": MetricDef("s", None, "seconds of audio transcribed"),
+    "warmup_s": MetricDef("s", None, "the untimed first transcription (kernel selection, allocations)"),
+    "model_load_s": MetricDef("s", "lower", "model load to the device"),
+    "wer_pct": MetricDef("%", "lower", "word error rate against the reference transcripts, normalised text"),
+    "reference_words": MetricDef("words", None, "words in the reference transcripts"),
+    "peak_gpu_mem_gib": MetricDef("GiB", "lower", "peak GPU memory over the timed run (NVML, device-wide)"),
+    "peak_rss_gib": MetricDef("GiB", "lower", "peak resident host memory of the worker process"),
+    "x_vs_sequential": MetricDef(
+        "x", "higher", "realtime_factor over the sequential beam-5 setup's (fw-large-v3-fp16-seq)"),
 }
 
 

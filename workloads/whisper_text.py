@@ -12,8 +12,9 @@ import functools
 
 @functools.cache
 def normalizer():
-    from gpubench.workloads.whisper_spelling import spelling_mapping
     from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
+
+    from gpubench.workloads.whisper_spelling import spelling_mapping
 
     return EnglishTextNormalizer(spelling_mapping())
 

@@ -24,10 +24,10 @@ INSTRUCTION = "Solve this math word problem step by step. On the last line write
 _NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?|-?\$?\.\d+")
 
 GSM8K_METRICS: dict[str, MetricDef] = {
-    "gsm8k_accuracy": MetricDef("%", "higher"),
-    "gsm8k_correct": MetricDef("questions", "higher"),
-    "gsm8k_total": MetricDef("questions"),
-    "gsm8k_wall_s": MetricDef("s", "lower"),
+    "gsm8k_accuracy": MetricDef("%", "higher", "GSM8K test questions whose final number matches the reference"),
+    "gsm8k_correct": MetricDef("questions", "higher", "GSM8K questions answered correctly"),
+    "gsm8k_total": MetricDef("questions", None, "GSM8K questions asked"),
+    "gsm8k_wall_s": MetricDef("s", "lower", "wall time of the GSM8K pass"),
 }
 
 

@@ -48,17 +48,19 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
 @click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix to upload to.")
 @click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input_tokens, output_tokens, prefix_tokens,
             ignore_eos, prompts_file, tokenizer, vocab_size, temperature, seed, max_error_rate, timeout, price,
-            results_dir, store, run_id) -> None:
+            results_dir, store, run_id, as_json) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
+    import contextlib
     import os
 
-    from gpubench import cli, environment, runid, stores
+    from gpubench import cli, live, runid, stores
     from gpubench.catalog import CostBasis, WorkloadSpec
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
-    from gpubench.runner import RunRequest, cost_metrics, describe, overall_status, run_config
-    from gpubench.schema import RunFinished, RunStarted, summarize_results
+    from gpubench.runner import RunRequest
 
     prompts = ()
     if prompts_file is not None:
@@ -97,7 +99,27 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         dependencies={}, cost=CostBasis(*COST))
     request = RunRequest(spec=workload, setups=[setup], repeats=1, smoke=False, run_id=run_id, config=spec,
                          price_usd_per_hour=price)
-    run_dir = stores.RunDir.create(results_dir, run_id)
+    view = None if live.wants_records(as_json) else live.LiveView()
+    run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
+    with view or contextlib.nullcontext():
+        result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
+    run_dir.close()
+    click.echo(f"results: {run_dir.path}", err=True)
+    code = cli.EXIT_OK if result.status == "ok" else cli.EXIT_SETUP_FAILED
+    if target:
+        ok, message = stores.deliver(run_dir.path, target)
+        click.echo(message, err=True)
+        if not ok and code == cli.EXIT_OK:
+            code = cli.EXIT_UPLOAD_FAILED
+    sys.exit(code)
+
+
+def _run(spec, setup, run_id, run_dir, workload, request, price, target):
+    """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
+    from gpubench import cli, environment
+    from gpubench.runner import cost_metrics, describe, overall_status, run_config
+    from gpubench.schema import RunFinished, RunStarted, summarize_results
+
     env = environment.collect((), price)
     run_dir.write_config(run_config(request, env, cli._safe_argv(), target.url if target else None))
     run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
@@ -112,15 +134,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     run_dir.record(RunFinished(run_id=run_id, status=overall_status([result]),
                                duration_s=round(time.perf_counter() - started, 3),
                                summary=summarize_results([setup], [result])))
-    run_dir.close()
-    click.echo(f"results: {run_dir.path}", err=True)
-    code = cli.EXIT_OK if result.status == "ok" else cli.EXIT_SETUP_FAILED
-    if target:
-        ok, message = stores.deliver(run_dir.path, target)
-        click.echo(message, err=True)
-        if not ok and code == cli.EXIT_OK:
-            code = cli.EXIT_UPLOAD_FAILED
-    sys.exit(code)
+    return result
 
 
 def _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics):

@@ -20,18 +20,27 @@ from gpubench.workload import MetricDef
 PERCENTILES = (50, 90, 95, 99)
 LATENCIES = ("ttft", "tpot", "itl", "e2e")
 
+LATENCY_HELP = {
+    "ttft": "time to first token: request sent until the first streamed token",
+    "tpot": "time per output token after the first: (e2e - ttft) / (tokens - 1), per request",
+    "itl": "inter-token latency: every gap between streamed tokens",
+    "e2e": "end-to-end: request sent until the last token",
+}
+
 LOAD_METRICS: dict[str, MetricDef] = {
-    "requests_per_s": MetricDef("requests/s", "higher"),
-    "output_tokens_per_s": MetricDef("tokens/s", "higher"),
-    "per_user_tokens_per_s": MetricDef("tokens/s", "higher"),
-    **{f"{name}_ms_p{p}": MetricDef("ms", "lower") for name in LATENCIES for p in PERCENTILES},
-    "requests_ok": MetricDef("requests"),
-    "requests_failed": MetricDef("requests", "lower"),
-    "error_rate": MetricDef("fraction", "lower"),
-    "usage_mismatches": MetricDef("requests", "lower"),
-    "prompt_tokens_mean": MetricDef("tokens"),
-    "completion_tokens_mean": MetricDef("tokens"),
-    "client_cpu_us_per_token": MetricDef("us/token", "lower"),
+    "requests_per_s": MetricDef("requests/s", "higher", "completed requests per second of the timed phase"),
+    "output_tokens_per_s": MetricDef("tokens/s", "higher", "generated tokens per second, all users together"),
+    "per_user_tokens_per_s": MetricDef("tokens/s", "higher", "tokens per second one user sees (1 / median tpot)"),
+    **{f"{name}_ms_p{p}": MetricDef("ms", "lower", f"{p}th percentile of {LATENCY_HELP[name]}")
+       for name in LATENCIES for p in PERCENTILES},
+    "requests_ok": MetricDef("requests", None, "requests that completed with a valid stream"),
+    "requests_failed": MetricDef("requests", "lower", "requests that failed (HTTP error, timeout, broken stream)"),
+    "error_rate": MetricDef("fraction", "lower", "requests_failed / all timed requests"),
+    "usage_mismatches": MetricDef("requests", "lower", "requests whose server-reported token counts differ from ours"),
+    "prompt_tokens_mean": MetricDef("tokens", None, "mean prompt tokens per request, as the server counted them"),
+    "completion_tokens_mean": MetricDef("tokens", None, "mean generated tokens per request"),
+    "client_cpu_us_per_token": MetricDef("us/token", "lower",
+                                         "the load generator's own CPU per token: a check it was not the bottleneck"),
 }
 
 

@@ -1,0 +1,51 @@
+"""A missing optional dependency is one line naming the pip extra to install, exit 2, and nothing written:
+for a workload's libraries (torch), the docker SDK and the Runcrate SDK. The packages are hidden from the real
+CLIs with a sitecustomize that makes them unimportable, as on a machine where they were never installed."""
+
+from __future__ import annotations
+
+import os
+
+from clirun import BIN, base_env, gpubench
+
+HIDE = "import sys\nfor name in {names!r}:\n    sys.modules[name] = None\n"
+
+
+def _hiding(tmp_path, *names: str) -> dict[str, str]:
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(HIDE.format(names=names))
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def test_missing_torch_names_the_extra_and_writes_nothing(tmp_path):
+    proc = gpubench("run", "first-matmul", "--smoke", cwd=tmp_path, env=_hiding(tmp_path, "torch"))
+    assert proc.code == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "gpubench: error: gpubench run first-matmul needs torch, which is not installed: install torch for your"
+        " platform first (https://pytorch.org/get-started/locally/), then pip install 'gpubench[train]'"]
+    assert proc.stdout == "" and not (tmp_path / "gpubench-results").exists()
+
+
+def test_missing_library_of_a_workload(tmp_path):
+    proc = gpubench("run", "embed", "--smoke", cwd=tmp_path, env=_hiding(tmp_path, "sentence_transformers"))
+    assert proc.code == 2 and "pip install 'gpubench[embed]'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "gpubench-results").exists()
+
+
+def test_missing_docker_sdk(tmp_path):
+    proc = gpubench("run", "first-matmul", "--smoke", "--docker", cwd=tmp_path, env=_hiding(tmp_path, "docker"))
+    assert proc.code == 2 and proc.stderr.strip().endswith("pip install 'gpubench[docker]'")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "gpubench-results").exists()
+
+
+def test_missing_runcrate_sdk(tmp_path):
+    import subprocess
+
+    env = base_env({**_hiding(tmp_path, "runcrate"), "RUNCRATE_API_KEY": "rc_live_x"})
+    proc = subprocess.run([str(BIN / "gpubench-launch"), "train-compile", "--gpu", "L40S", "--dry-run"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "gpubench-launch: error: gpubench-launch needs runcrate, which is not installed: pip install"
+        " 'gpubench[launch]'"]
