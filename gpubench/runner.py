@@ -212,7 +212,8 @@ class Runner:
         for line in stream:
             line = line.rstrip("\n")
             self.run_dir.log(f"[{setup}] {line}")
-            print(line, file=sys.stderr, flush=True)
+            sys.stderr.write(line + "\n")  # one write: an unbuffered stderr must not split the line from its end
+            sys.stderr.flush()
             if line.strip():
                 tail.append(line.strip())
                 del tail[:-20]

@@ -155,6 +155,11 @@ def from_environment() -> S3Server | None:
 
 
 if __name__ == "__main__":  # used by .ci/run: start, print the endpoint, stay up until killed
+    import signal
+    import sys
+
+    # .ci/run stops this with SIGTERM (a background job ignores SIGINT): stop the server with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     srv = start()
     print(srv.endpoint, flush=True)
     try:

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import subprocess
 import threading
 import time
@@ -57,10 +58,11 @@ def test_a_store_that_refuses_writes_is_found_before_anything_runs(tmp_path, s3,
 
 def test_a_failed_upload_keeps_the_run_and_gpubench_upload_sends_it_later(tmp_path, s3):
     # A store of our own that goes away mid-run: the preflight passes, the final upload cannot.
+    bucket = f"results-{os.getpid()}-{time.monotonic_ns() % 10**6}"  # a name no earlier run used on the shared server
     doomed = s3server.start()
     try:
-        doomed.make_bucket("results")
-        proc = subprocess.Popen([str(BIN / "gpubench"), *SMOKE, "--store", "s3://results/p"], cwd=tmp_path,
+        doomed.make_bucket(bucket)
+        proc = subprocess.Popen([str(BIN / "gpubench"), *SMOKE, "--store", f"s3://{bucket}/p"], cwd=tmp_path,
                                 env=base_env(doomed.env()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = proc.stdout.readline()  # run_started is printed after the store's write check
         assert json.loads(first)["kind"] == "run_started"
@@ -82,10 +84,10 @@ def test_a_failed_upload_keeps_the_run_and_gpubench_upload_sends_it_later(tmp_pa
     assert f"gpubench upload {folder.relative_to(tmp_path)}" in stderr or f"gpubench upload {folder}" in stderr
 
     # Later, with the store reachable again (same bucket name, another server): `gpubench upload` finds it.
-    s3.make_bucket("results")
+    s3.make_bucket(bucket)
     later = gpubench("upload", cwd=tmp_path, env=s3.env())
     assert later.code == 0, later.stderr
-    keys = set(_objects(s3, "results"))
+    keys = set(_objects(s3, bucket))
     assert keys == {f"p/{run_id}/{name}" for name in RUN_FILES}
     assert json.loads((folder / "upload.json").read_text())["status"] == "done"
     assert gpubench("upload", cwd=tmp_path, env=s3.env()).stderr.startswith("nothing pending")
