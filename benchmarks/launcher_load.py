@@ -1,15 +1,19 @@
 """Load benchmark of gpubench-launch against the fake Runcrate (not a test: it reports, it asserts nothing).
 
-N launcher processes run at once, one smoke job each, against one fake API on this machine. Each
-job prints a RunStarted record, then a Progress record every --interval seconds (--ticks of them),
-then a result and RunFinished. Every record carries its write time (`ts`), so the delay from a line
-written in the job to it being printed by the launcher (its stdout, read here) is measured per line.
+One launcher process runs N smoke jobs at once (`--each`, one run per --gpu; they share the
+launcher's one request budget), or with --processes N launcher processes run one job each, against
+one fake API on this machine. Each job prints a RunStarted record, then a Progress record every
+--interval seconds (--ticks of them), then a result and RunFinished. Every record carries its
+write time (`ts`), so the delay from a line written in the job to it being printed by the
+launcher (its stdout, read here) is measured per line.
 
-Reported: API requests per second (all launchers together, and per job), launcher CPU time per job
-(user + system of each launcher process, from wait4), and the write -> print delay p50/p95/max.
+Reported: API requests per second (all launchers together: over the whole run, and the busiest
+60 s and 10 s windows), launcher CPU time, the write -> print delay p50/p95/max, and whether every
+line arrived (nothing lost).
 
     .venv/bin/python benchmarks/launcher_load.py                  # 50 jobs, real-use pacing (poll 10 s)
     .venv/bin/python benchmarks/launcher_load.py --jobs 10 --poll-s 2
+    .venv/bin/python benchmarks/launcher_load.py --jobs 1 --jobs 10 --jobs 50 --json out.json  # the issue's table
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,17 +73,17 @@ def epoch(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def run_launcher(index: int, args, env: dict[str, str], workdir: Path, out: dict) -> None:
+def run_launcher(index: int, jobs: int, args, env: dict[str, str], workdir: Path, out: dict) -> None:
     command = f"python -c {shlex.quote(JOB)} {args.ticks} {args.interval} {args.idle_s}"
-    argv = [str(Path(sys.executable).parent / "gpubench-launch"), "train-compile", "--gpu",
-            GPUS[index % len(GPUS)], "--smoke", "--job-command", command, "--results-dir", str(workdir / "results")]
+    gpus = [a for i in range(jobs) for a in ("--gpu", GPUS[(index + i) % len(GPUS)])]
+    argv = [str(Path(sys.executable).parent / "gpubench-launch"), "train-compile", *gpus, "--each", "--smoke",
+            "--job-command", command, "--results-dir", str(workdir / "results")]
     proc = subprocess.Popen(argv, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, bufsize=1)
-    delays, begun, first, last = [], time.monotonic(), None, None
+    delays, begun, first = [], time.monotonic(), None
     for line in proc.stdout:
         now = time.time()
-        last = time.monotonic()
-        first = first or last
+        first = first or time.monotonic()
         if line.startswith("{"):
             record = json.loads(line)
             if record["kind"] == "progress":
@@ -89,48 +92,38 @@ def run_launcher(index: int, args, env: dict[str, str], workdir: Path, out: dict
     proc.returncode = os.waitstatus_to_exitcode(status)
     ended = time.monotonic()
     out[index] = {"code": proc.returncode, "cpu_s": usage.ru_utime + usage.ru_stime, "delays": delays,
-                  "first_at": first or ended, "ended_at": ended,
-                  "to_first_record_s": (first or ended) - begun, "last_record_to_exit_s": ended - (last or ended),
-                  "wall_s": ended - begun}
+                  "jobs": jobs, "to_first_record_s": (first or ended) - begun, "wall_s": ended - begun}
 
 
-def idle_rate(samples: list[tuple[float, int]], results: dict[int, dict], args) -> float | None:
-    """API requests per job per 10 s while every job sat idle (all printed their ticks, none ended yet)."""
-    if args.idle_s <= 0:
-        return None
-    begin = max(r["first_at"] for r in results.values()) + args.ticks * args.interval + 2
-    end = min(r["ended_at"] for r in results.values()) - 2
-    window = [(t, n) for t, n in samples if begin <= t <= end]
-    if len(window) < 2 or window[-1][0] - window[0][0] < 10:
-        return None
-    (t0, n0), (t1, n1) = window[0], window[-1]
-    return round((n1 - n0) / len(results) / ((t1 - t0) / 10), 3)
+def busiest(samples: list[tuple[float, int]], window_s: float) -> float | None:
+    """The most requests per second over any window_s seconds of the run."""
+    best = None
+    start = 0
+    for end in range(len(samples)):
+        while samples[end][0] - samples[start][0] > window_s:
+            start += 1
+        if samples[end][0] - samples[start][0] >= window_s * 0.9:
+            rate = (samples[end][1] - samples[start][1]) / (samples[end][0] - samples[start][0])
+            best = rate if best is None else max(best, rate)
+    return None if best is None else round(best, 2)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=50)
-    parser.add_argument("--ticks", type=int, default=20, help="progress records per job")
-    parser.add_argument("--interval", type=float, default=0.5, help="seconds between them")
-    parser.add_argument("--idle-s", type=float, default=0.0, help="then this long printing nothing")
-    parser.add_argument("--poll-s", type=float, default=10.0, help="GPUBENCH_POLL_S of the launchers")
-    parser.add_argument("--stream-gap-s", type=float, default=None, help="GPUBENCH_STREAM_GAP_S (default: launcher's)")
-    parser.add_argument("--hold-s", type=float, default=25.0, help="the fake's follow hold (the real API: 25 s)")
-    parser.add_argument("--json", type=Path, help="also write the numbers here")
-    args = parser.parse_args()
-
+def measure(jobs: int, args) -> dict:
     from fake_runcrate import FakeRuncrate
 
     workdir = Path(tempfile.mkdtemp(prefix="launcher-load-"))
+    processes = jobs if args.processes else 1
     with FakeRuncrate(api_key=API_KEY, minute_s=60.0, follow_hold_s=args.hold_s) as fake:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GPUBENCH_", "RUNCRATE_"))}
         env.update({"RUNCRATE_API_KEY": API_KEY, "RUNCRATE_BASE_URL": fake.base_url,
                     "GPUBENCH_STATE_DIR": str(workdir / "state"), "GPUBENCH_POLL_S": str(args.poll_s)})
         if args.stream_gap_s is not None:
             env["GPUBENCH_STREAM_GAP_S"] = str(args.stream_gap_s)
+        if args.api_rate is not None:
+            env["GPUBENCH_API_RATE"] = str(args.api_rate)
         results: dict[int, dict] = {}
-        threads = [threading.Thread(target=run_launcher, args=(i, args, env, workdir, results))
-                   for i in range(args.jobs)]
+        threads = [threading.Thread(target=run_launcher, args=(i, jobs // processes, args, env, workdir, results))
+                   for i in range(processes)]
         samples: list[tuple[float, int]] = []
         running = threading.Event()
         running.set()
@@ -149,6 +142,7 @@ def main() -> None:
             thread.join()
         wall = time.monotonic() - started
         running.clear()
+        sampler.join()
         requests = list(fake.requests)
 
     kinds = Counter()
@@ -163,28 +157,41 @@ def main() -> None:
             kinds["other (types, events, metrics, artifacts, cancel)"] += 1
     cpu = [r["cpu_s"] for r in results.values()]
     delays = [d for r in results.values() for d in r["delays"]]
-    codes = Counter(r["code"] for r in results.values())
-    report = {
-        "jobs": args.jobs, "ticks_per_job": args.ticks, "tick_interval_s": args.interval,
-        "poll_s": args.poll_s, "fake_follow_hold_s": args.hold_s, "cpus": os.cpu_count(),
-        "wall_s": round(wall, 2), "exit_codes": dict(codes),
+    return {
+        "jobs": jobs, "launcher_processes": processes, "ticks_per_job": args.ticks,
+        "tick_interval_s": args.interval, "poll_s": args.poll_s, "fake_follow_hold_s": args.hold_s,
+        "wall_s": round(wall, 2), "exit_codes": dict(Counter(r["code"] for r in results.values())),
         "api_requests": len(requests), "api_requests_per_s": round(len(requests) / wall, 2),
-        "api_requests_per_job": round(len(requests) / args.jobs, 1),
-        "api_requests_per_job_per_min": round(len(requests) / args.jobs / (wall / 60), 2),
-        "requests_by_kind": dict(kinds),
-        # While a job runs, only held log reads and status reads go out; per job and per 10 s of its run:
-        "idle_requests_per_job_per_10s": idle_rate(samples, results, args),
-        "launcher_cpu_s_per_job": {"mean": round(statistics.mean(cpu), 3), "p50": round(percentile(cpu, 0.5), 3),
-                                   "max": round(max(cpu), 3)},
-        "per_launcher_s": {key: {"p50": round(percentile([r[key] for r in results.values()], 0.5), 2),
-                                 "max": round(max(r[key] for r in results.values()), 2)}
-                           for key in ("wall_s", "to_first_record_s", "last_record_to_exit_s")},
-        "line_to_print_delay_s": {"n": len(delays), "p50": round(percentile(delays, 0.5), 3),
-                                  "p95": round(percentile(delays, 0.95), 3), "max": round(max(delays), 3)},
+        "busiest_60s_requests_per_s": busiest(samples, 60.0), "busiest_10s_requests_per_s": busiest(samples, 10.0),
+        "api_requests_per_job": round(len(requests) / jobs, 1), "requests_by_kind": dict(kinds),
+        "launcher_cpu_s": round(sum(cpu), 2),
+        "lines_expected": jobs * args.ticks, "lines_printed": len(delays),
+        "line_to_print_delay_s": {"p50": round(percentile(delays, 0.5), 3), "p95": round(percentile(delays, 0.95), 3),
+                                  "max": round(max(delays, default=float("nan")), 3)},
+        "first_record_s_max": round(max(r["to_first_record_s"] for r in results.values()), 2),
     }
-    print(json.dumps(report, indent=2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, action="append", help="jobs at once (repeat for several measurements; "
+                                                                  "default 50)")
+    parser.add_argument("--processes", action="store_true", help="one launcher process per job (old behaviour)")
+    parser.add_argument("--ticks", type=int, default=20, help="progress records per job")
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between them")
+    parser.add_argument("--idle-s", type=float, default=0.0, help="then this long printing nothing")
+    parser.add_argument("--poll-s", type=float, default=10.0, help="GPUBENCH_POLL_S of the launchers")
+    parser.add_argument("--api-rate", type=float, default=None, help="GPUBENCH_API_RATE (default: launcher's)")
+    parser.add_argument("--stream-gap-s", type=float, default=None, help="GPUBENCH_STREAM_GAP_S (default: launcher's)")
+    parser.add_argument("--hold-s", type=float, default=25.0, help="the fake's follow hold (the real API: 25 s)")
+    parser.add_argument("--json", type=Path, help="also write the numbers here")
+    args = parser.parse_args()
+    reports = []
+    for jobs in args.jobs or [50]:
+        reports.append(measure(jobs, args))
+        print(json.dumps(reports[-1], indent=2), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        args.json.write_text(json.dumps(reports, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@
     gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup
 
 Records go to stdout as JSON Lines when stdout is not a terminal (a live table shows them on one);
-human text goes to stderr. Errors are one line on stderr with exit code 2; the other exit codes are listed in errors.py
-(0 all ok, 1 a setup not ok, 3 job failed, 4 limit reached, 5 launcher trouble, 130 interrupted).
-This module imports only click: the SDK, rich and asyncssh load when a command runs.
+human text goes to stderr. Errors are one line on stderr with exit code 2; the exit codes are gpubench's own
+(gpubench/exit_codes.py: 0 all ok, 1 a setup not ok, 3 job failed, 4 limit reached, 5 results kept locally only,
+130 interrupted). This module imports only click: the SDK, rich and asyncssh load when a command runs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import sys
 
 import click
 
-EPILOG = ("Exit codes: 0 all ok; 1 job ok but a setup not ok; 2 bad input, nothing launched; 3 job failed or "
-          "timed out; 4 --max-cost/--max-minutes reached; 5 launcher trouble (results kept locally); 130 interrupted.")
+from gpubench.exit_codes import epilog
+
+EPILOG = epilog()
 
 
 class LaunchGroup(click.Group):
@@ -52,8 +53,11 @@ def launch_options(study: bool = False):
             click.option("--region", help="Only run in this region (id or prefix)."),
             click.option("--dry-run", is_flag=True, help="Print the plan, prices and expected cost; launch nothing."),
             click.option("-v", "--verbose", is_flag=True, help="Also print the job's non-record output."),
+            click.option("--json", "as_json", is_flag=True,
+                         help="JSON Lines records on stdout even on a terminal (the default for pipes and files)."),
             click.option("--template", help="A Runcrate template to boot; on the instance path it must provide "
-                                            "`gpubench` (jobs get it from the workload's image)."),
+                                            "`gpubench` (jobs get it from the workload's image). first-matmul "
+                                            "without it installs uv, torch and gpubench on a stock one first."),
             click.option("--job-command", hidden=True,
                          help="Replace the job's command (for testing the launcher itself)."),
         ]
@@ -70,6 +74,13 @@ def launch_options(study: bool = False):
                 click.option("--image", help="Container image (default: the workload's pinned image)."),
                 click.option("--capacity-wait", type=click.IntRange(0, 1440), metavar="MIN",
                              help="How long a job may wait for a free GPU."),
+                click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+                             help="Override a config field, as `gpubench run --set` (gpubench show WORKLOAD)."),
+                click.option("--weights", type=click.Choice(["auto", "random"]), default=None,
+                             help="As `gpubench run --weights` (default: the job's, auto)."),
+                click.option("--price", type=click.FloatRange(min=0, min_open=True), metavar="USD_PER_HOUR",
+                             help="Hourly price for the cost metrics and estimates, instead of the rate of the"
+                                  " instance type (as `gpubench run --price`)."),
             ]
         for option in reversed(options):
             f = option(f)
@@ -79,6 +90,7 @@ def launch_options(study: bool = False):
 
 
 @click.group(cls=LaunchGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpubench", prog_name="gpubench-launch")
 def cli():
     """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin).
 
@@ -92,6 +104,8 @@ def cli():
 @launch_options()
 def run_cmd(workload, **opts):
     """Run WORKLOAD (a catalog name) on Runcrate: `gpubench-launch WORKLOAD --gpu L40S`."""
+    _need_sdk(ssh=opts.get("via") == "instance")
+    _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 
     return launch(LaunchOptions(workload=workload, **opts))
@@ -101,6 +115,8 @@ def run_cmd(workload, **opts):
 @launch_options(study=True)
 def first_matmul_cmd(**opts):
     """Time launch -> API running -> first SSH -> first CUDA matmul, one instance per --gpu, in parallel."""
+    _need_sdk(ssh=True)
+    _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 
     return launch(LaunchOptions(workload="first-matmul", each=True, via="instance", study="first-matmul", **opts))
@@ -110,6 +126,7 @@ def first_matmul_cmd(**opts):
 @click.option("--deployment", type=click.Choice(["container", "vm"]), help="Only this deployment type.")
 def gpus_cmd(deployment):
     """List the GPU types on offer, with prices (GET /instances/types)."""
+    _need_sdk()
     import asyncio
 
     from gpubench.launcher.client import make_client
@@ -133,6 +150,7 @@ def gpus_cmd(deployment):
 @click.option("--results-dir", default="gpubench-results", show_default=True)
 def status_cmd(run_id, results_dir):
     """Where a run's job or instance stands."""
+    _need_sdk()
     from gpubench.launcher.manage import status
 
     return status(run_id, results_dir)
@@ -144,6 +162,7 @@ def status_cmd(run_id, results_dir):
 @click.option("--results-dir", default="gpubench-results", show_default=True)
 def logs_cmd(run_id, follow, results_dir):
     """Print a run's job output."""
+    _need_sdk()
     from gpubench.launcher.manage import logs
 
     return logs(run_id, follow, results_dir)
@@ -153,6 +172,7 @@ def logs_cmd(run_id, follow, results_dir):
 @click.argument("run_id")
 def cancel_cmd(run_id):
     """Cancel a run's job (or terminate its instance) and confirm it stopped."""
+    _need_sdk()
     from gpubench.launcher.manage import cancel
 
     return cancel(run_id)
@@ -163,9 +183,28 @@ def cancel_cmd(run_id):
 @click.option("--dry-run", is_flag=True, help="Only list what would be stopped.")
 def cleanup_cmd(all_hosts, dry_run):
     """Stop gpubench jobs and instances left live with no launcher attached (after a crash)."""
+    _need_sdk()
     from gpubench.launcher.cleanup import cleanup
 
     return cleanup(all_hosts, dry_run)
+
+
+def _need_sdk(ssh: bool = False) -> None:
+    """The Runcrate SDK (and asyncssh for instances) come with the `launch` extra: one line when they are missing."""
+    from gpubench.extras import MissingExtra, require
+    from gpubench.launcher.errors import LaunchError
+
+    try:
+        require("launch", "gpubench-launch", ("runcrate", "asyncssh") if ssh else ("runcrate",))
+    except MissingExtra as exc:
+        raise LaunchError(str(exc)) from None
+
+
+def _records_on_terminal(as_json: bool) -> None:
+    if as_json:
+        from gpubench.launcher import progress
+
+        progress.RECORDS_ON_TERMINAL = True
 
 
 def _one_line(text: str) -> str:

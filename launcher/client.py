@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 
+from gpubench.launcher.budget import process_budget
 from gpubench.launcher.errors import LaunchError
 from gpubench.launcher.redact import Redactor
 
@@ -38,12 +39,14 @@ def make_client(*, max_retries: int | None = None):
 
     key = api_key()
     try:
-        return AsyncRuncrate(
+        client = AsyncRuncrate(
             api_key=key, base_url=base_url(), max_retries=max_retries,
             environment=os.environ.get("RUNCRATE_ENVIRONMENT") or None,
         )
     except ValueError as exc:  # the SDK's own key check
         raise LaunchError(f"RUNCRATE_API_KEY is malformed: {exc}") from None
+    process_budget().attach(client)  # every client of this process shares one request budget
+    return client
 
 
 def api_errors() -> tuple[type[BaseException], ...]:

@@ -12,7 +12,6 @@ from gpubench.launcher.pace import Pace
 from gpubench.launcher.plan import LaunchPlan
 from gpubench.launcher.progress import ProgressView
 from gpubench.launcher.redact import Redactor
-
 from gpubench.stores import S3Store
 
 

@@ -4,14 +4,19 @@ Per GPU type: one container instance (from /instances/types, deployment_type con
 default), timed from the create call's return to API running, to the first SSH, and to the first
 CUDA matmul (the in-container `gpubench run first-matmul` step: import torch, CUDA context, a
 4096x4096 matmul; its ok result record arriving at the launcher marks the time, so it includes
-reading the output over SSH). The failures met on
+reading the output over SSH). On a stock template (no --template) the launch script first installs
+uv, torch and gpubench (launcher/bootstrap.py): that is inside "first CUDA op", as in the study, and
+each step is also its own `bootstrap_<step>_s` metric. The failures met on
 the way (4xx/5xx on create, 429s) are counted. All of it becomes one result record, setup
 "launch", next to the container's own records, so it is stored and summarized like any benchmark.
 """
 
 from __future__ import annotations
 
-from gpubench.schema import Metric, SetupResult
+from pathlib import Path
+
+from gpubench.launcher.bootstrap import bootstrap_phases
+from gpubench.schema import Metric, SetupResult, parse_record
 
 SETUP = "launch"
 
@@ -37,6 +42,8 @@ def launch_record(run, error: str | None = None) -> SetupResult:
         value=sum(1 for f in calls.failures if f["call"] == "instances.create" and f["status"]
                   and f["status"] >= 500), unit="count", better="lower")
     metrics["rate_limited_429"] = Metric(value=calls.count(429), unit="count", better="lower")
+    for name, seconds in bootstrap_phases(_records(run)).items():
+        metrics[name] = Metric(value=seconds, unit="s", better="lower")
     if run.row is not None:
         metrics["usd_per_hour"] = Metric(value=run.row.hourly_rate, unit="USD/h", better="lower")
     cost = run.cost_estimate()
@@ -53,3 +60,21 @@ def launch_record(run, error: str | None = None) -> SetupResult:
         run_id=run.run_id, setup=SETUP, repeat=0, status="ok" if error is None else "error",
         metrics=metrics, error=error, device=device, duration_s=times.get("first_result_s"),
     )
+
+
+def _records(run) -> list:
+    """The records the run's folder holds so far (the bootstrap's phases are among them)."""
+    path = Path(run.launch.plan.results_dir) / run.run_id / "results.jsonl"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = parse_record(line)
+        except ValueError:
+            continue
+        if record is not None:
+            records.append(record)
+    return records

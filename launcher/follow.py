@@ -2,7 +2,9 @@
 dropped connection or API error so that no line is lost or repeated.
 
 The API answers chunks (raw fragments with an increasing `seq`) and a `cursor` to pass back as
-`after`. A read with follow=true is held by the server until there is output or the job ended;
+`after`. The output is stdout and stderr combined, with nothing saying which a chunk came from: the
+fragments are joined in order and cut into lines, and ingest.RecordStream finds the records among them.
+A read with follow=true is held by the server until there is output or the job ended;
 `done` says the job ended and everything was read. Reads are paced (see pace.py): one that came
 back empty is not repeated sooner than `idle_gap_s` after the previous one started.
 """
@@ -13,11 +15,10 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from gpubench.ingest import LineAssembler
 from gpubench.launcher.client import api_errors, describe
 from gpubench.launcher.pace import Pace
 from gpubench.launcher.redact import Redactor
-
-from gpubench.ingest import LineAssembler
 
 
 class LostContact(Exception):
@@ -78,7 +79,7 @@ class LogFollower:
         self.done = False
         self.truncated = False
         self._on_line = on_line
-        self.streams: dict[str | None, LineAssembler] = {}
+        self.assembler = LineAssembler(lambda line: self._on_line(self.redact(line)))
 
     async def run(self) -> None:
         """Read until the job ended and all its output was read (without follow: until what exists was read)."""
@@ -96,14 +97,17 @@ class LogFollower:
                     if chunk.seq <= self.last_seq:
                         continue  # already read (a server answering from an older cursor)
                     self.last_seq = chunk.seq
-                self._assembler(chunk).feed(chunk.text)
+                    self.assembler.feed(chunk.text)
+                else:  # the marker where the middle of the log was dropped: a line of its own
+                    self.assembler.flush()
+                    self.assembler.feed(chunk.text)
+                    self.assembler.flush()
             self.cursor = max(self.cursor, page.cursor)
             self.truncated = self.truncated or page.truncated
             if self.on_page:
                 self.on_page(page)
             if page.done or (not self.follow and not page.chunks):
-                for assembler in self.streams.values():
-                    assembler.flush()
+                self.assembler.flush()
                 self.done = page.done
                 return
             gap = self.pace.stream_gap_s if page.chunks else self.pace.idle_gap_s
@@ -111,17 +115,9 @@ class LogFollower:
             if wait > 0:
                 await asyncio.sleep(wait)
 
-    def _assembler(self, chunk) -> LineAssembler:
-        """Lines are put together per stream when the API says which one a chunk came from, so a
-        stderr fragment written between the two halves of a stdout line cannot split a record."""
-        stream = (chunk.model_extra or {}).get("stream") if chunk.seq is not None else None
-        if stream not in self.streams:
-            self.streams[stream] = LineAssembler(lambda line: self._on_line(self.redact(line)))
-        return self.streams[stream]
-
     def stats(self) -> dict:
         return {
             "log_requests": self.requests, "log_errors": self.errors.count,
             "rate_limited": self.errors.rate_limited, "cursor": self.cursor,
-            "lines": sum(a.lines for a in self.streams.values()), "complete": self.done, "truncated": self.truncated,
+            "lines": self.assembler.lines, "complete": self.done, "truncated": self.truncated,
         }

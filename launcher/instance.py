@@ -19,6 +19,7 @@ import shlex
 import time
 from typing import Any
 
+from gpubench.ingest import LineAssembler
 from gpubench.launcher import errors
 from gpubench.launcher.calls import CountedCalls
 from gpubench.launcher.client import api_errors, describe
@@ -26,8 +27,6 @@ from gpubench.launcher.context import Launch
 from gpubench.launcher.plan import RunPlan
 from gpubench.launcher.results import RunFolder, RunOutcome
 from gpubench.launcher.state import LaunchState
-
-from gpubench.ingest import LineAssembler
 from gpubench.schema import SetupResult
 
 RUNNING = ("running", "deployed")
@@ -490,7 +489,6 @@ class InstanceRun:
 
     def feed_study_record(self, folder: RunFolder, error: str | None = None) -> None:
         from gpubench.launcher.first_matmul import launch_record
-
         from gpubench.schema import to_line
 
         record = launch_record(self, error)

@@ -52,6 +52,7 @@ class JobRun:
         self.job_seen_at = 0.0
         self.stopped_by: str | None = None
         self.lost: str | None = None
+        self.stream_lost: str | None = None  # the log stream failed for good (the job may still be fine)
         self.cancel_confirmed: bool | None = None
         self.follower: LogFollower | None = None
         self.notes: list[str] = []
@@ -92,6 +93,11 @@ class JobRun:
             folder.close()
             raise
         facts = await self.collect_facts()
+        if self.stream_incomplete(folder):
+            facts.update(await self.recover(folder))
+        # The rate of the instance obtained, against the one the job's cost metrics used (the cheapest region's).
+        facts["pricing"] = self.launch.plan.pricing(self.run, self._obtained(self.job), job_region(self.job),
+                                                    getattr(self.job, "cost_per_hour", None))
         folder.write_facts(facts)
         code = self.exit_code(folder)
         stored, store_ok = await folder.store(self.launch.store)
@@ -141,11 +147,15 @@ class JobRun:
         try:
             done, _ = await asyncio.wait({follow, watch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
             if follow in done:
-                if isinstance(follow.exception(), LostContact):
-                    self.lost = str(follow.exception())
-                elif follow.exception() is not None:
+                if follow.exception() is not None and not isinstance(follow.exception(), LostContact):
                     raise follow.exception()
-                return
+                if follow.exception() is None:
+                    return
+                # The log stream is lost, not the job: keep watching it; its artifacts will hold the records.
+                self.stream_lost = str(follow.exception())
+                self.view.say(self.run_id, f"log stream lost ({self.stream_lost}): the records will come from "
+                                           "the job's artifacts once it ends")
+                done, _ = await asyncio.wait({watch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
             if watch in done and watch.exception() is not None:
                 if not isinstance(watch.exception(), LostContact):
                     raise watch.exception()
@@ -156,17 +166,17 @@ class JobRun:
                 self.stopped_by = reason
                 await self.cancel_and_confirm(STOP_REASONS[reason])
             # The job ended (or was stopped): read the rest of its output.
-            try:
-                await asyncio.wait_for(asyncio.shield(follow), timeout=self.pace.drain_timeout_s)
-            except (TimeoutError, LostContact):
-                self.notes.append("the end of the output could not be read")
+            if self.stream_lost is None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(follow), timeout=self.pace.drain_timeout_s)
+                except (TimeoutError, LostContact):
+                    self.notes.append("the end of the output could not be read")
         finally:
             for task in (follow, watch, interrupt):
                 task.cancel()
             await asyncio.gather(follow, watch, interrupt, return_exceptions=True)
             if not self.follower.done:  # keep what arrived, even a last line without its newline
-                for assembler in self.follower.streams.values():
-                    assembler.flush()
+                self.follower.assembler.flush()
 
     async def watch(self) -> str | None:
         """Status reads, spaced; returns a stop reason when a limit is reached, None when the job ended."""
@@ -273,6 +283,7 @@ class JobRun:
             "stopped_by": self.stopped_by,
             "cancel_confirmed": self.cancel_confirmed,
             "lost_contact": self.lost,
+            "stream_lost": self.stream_lost,
             "follow": self.follower.stats() if self.follower else None,
             "job": self.job.model_dump(mode="json", exclude={"webhook_secret"}),
         }
@@ -290,6 +301,24 @@ class JobRun:
                 facts[name] = None
                 facts.setdefault("fact_errors", {})[name] = describe(exc, self.launch.redact)
         return facts
+
+    def stream_incomplete(self, folder: RunFolder) -> bool:
+        """Whether records may be missing from the stream (so the job's artifacts are read): the job
+        ended, and its log was not read to the end, was truncated, or never said the run finished."""
+        f = self.follower
+        if self.job is None or not self.job.finished or self.lost is not None:
+            return False
+        return f is None or not f.done or f.truncated or folder.stream.finished is None
+
+    async def recover(self, folder: RunFolder) -> dict[str, Any]:
+        from gpubench.launcher.artifacts import describe_counts, recover_into
+
+        got = await recover_into(self.client, self.job.id, self.run_id, folder.path, folder.feed, self.launch.redact)
+        if got.get("recovered_from"):
+            self.notes.append(describe_counts(got["record_counts"]))
+        else:
+            self.notes.append(got["recovery_error"])
+        return got
 
     def exit_code(self, folder: RunFolder) -> int:
         if self.stopped_by == "interrupt":

@@ -35,6 +35,9 @@ class LaunchOptions:
     job_command: str | None = None
     template: str | None = None
     study: str | None = None
+    overrides: tuple[str, ...] = ()  # --set, passed through to the job's `gpubench run`
+    weights: str | None = None  # --weights, passed through
+    price: float | None = None  # --price: the hourly rate for cost metrics, instead of /instances/types'
 
 
 def launch(options: LaunchOptions) -> int:
@@ -59,7 +62,6 @@ async def _launch(o: LaunchOptions) -> int:
         run_command,
         safety_net_minutes,
     )
-
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     redact = Redactor()
@@ -83,17 +85,19 @@ async def _launch(o: LaunchOptions) -> int:
     try:
         types = await fetch_types(client, redact)
         deployment = o.deployment if via == "instance" else None
-        gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment) for g in o.gpus]
+        gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment, o.region) for g in o.gpus]
         if via == "instance" and len({g.gpu_type for g in gpus}) < len(gpus) and o.each:
             raise LaunchError("the same GPU twice with --each")
         plan = LaunchPlan(
             workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
             image=o.image or spec.image,
-            command=o.job_command or run_command(spec, setups, o.smoke, o.repeats),
+            command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
+                                                                  o.weights)),
             max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
             runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
             capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
             store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
+            price_override=o.price,
         )
         for run in plan.runs:
             run.env = plan.env_for(run)
@@ -119,6 +123,15 @@ async def _launch(o: LaunchOptions) -> int:
         await client.close()
 
 
+def study_command(o: LaunchOptions, command: str) -> str:
+    """first-matmul on a stock template installs what it needs first (a --template is a prepared one)."""
+    if o.study != "first-matmul" or o.template:
+        return command
+    from gpubench.launcher.bootstrap import with_bootstrap
+
+    return with_bootstrap(command)
+
+
 async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
     from gpubench.launcher.context import InterruptHandler, Launch
     from gpubench.launcher.progress import ProgressView
@@ -135,6 +148,13 @@ async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
         runners = [JobRun(launch, run) for run in plan.runs]
     for run in plan.runs:
         view.add(run.run_id, run.label)
+    runs = {run.run_id: run for run in plan.runs}
+    view.pricing = lambda o: plan.pricing(runs[o.run_id], o.gpu, o.region) if o.run_id in runs else None
+    from gpubench.launcher.budget import process_budget
+
+    budget = process_budget()
+    budget.listeners[:] = [view.pacing]
+    view.pacing_now = budget.holding_back
     with InterruptHandler(launch):
         view.start()
         try:

@@ -38,6 +38,11 @@ async def _status(run_id: str, results_dir: str) -> int:
     client = make_client()
     try:
         kind, thing = await _find(client, run_id, redact)
+        recovered = None
+        if kind == "job":  # a launcher that died leaves the end of the records to the job's artifacts
+            from gpubench.launcher.artifacts import resume_folder
+
+            recovered = await resume_folder(client, thing, run_id, results_dir, redact)
     finally:
         await client.close()
     out = sys.stdout
@@ -60,6 +65,8 @@ async def _status(run_id: str, results_dir: str) -> int:
         out.write(f"ip         {inst.ip or '-'}\n$/hour     {inst.cost_per_hour}\n")
     folder = Path(results_dir) / run_id
     out.write(f"local      {folder if folder.is_dir() else '-'}\n")
+    if recovered:
+        out.write(f"records    {recovered}\n")
     return errors.OK
 
 
@@ -86,9 +93,17 @@ async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
             pace = Pace.from_env()
             if not follow:  # a one-shot read gives up sooner than a launcher watching a run
                 pace = dataclasses.replace(pace, lost_after_s=min(pace.lost_after_s, 30.0))
-            await LogFollower(client, thing.id, emit, pace, redact, follow=follow).run()
+            follower = LogFollower(client, thing.id, emit, pace, redact, follow=follow)
+            await follower.run()
         except LostContact as exc:
             raise LaunchError(f"cannot read the logs of job {thing.id}: {exc}") from None
+        if follower.done and (Path(results_dir) / run_id).is_dir():  # a launcher died: complete its folder
+            from gpubench.launcher.artifacts import resume_folder
+
+            job = await client.jobs.get(thing.id)
+            recovered = await resume_folder(client, job, run_id, results_dir, redact)
+            if recovered:
+                sys.stderr.write(f"gpubench-launch: {recovered}\n")
         return errors.OK
     finally:
         await client.close()

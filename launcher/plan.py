@@ -10,10 +10,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubench.launcher.errors import LaunchError
-
 from gpubench import __version__
 from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.launcher.errors import LaunchError
 from gpubench.registry import UnknownName, pick
 from gpubench.runid import new_run_id
 
@@ -29,11 +28,22 @@ class GpuChoice:
     requested: str  # as the user wrote it
     gpu_type: str  # Runcrate's spelling
     count: int
-    rows: tuple[Any, ...]  # matching InstanceType rows, cheapest first
+    rows: tuple[Any, ...]  # matching InstanceType rows (one per region and deployment), cheapest first
 
     @property
     def price(self) -> float | None:
+        """The cheapest region's rate: what an estimate expects."""
         return self.rows[0].hourly_rate if self.rows else None
+
+    @property
+    def dearest(self) -> float | None:
+        """The dearest region's rate: what a worst case must assume (the job may land there)."""
+        return max(t.hourly_rate for t in self.rows) if self.rows else None
+
+    def rate_in(self, region: str | None) -> float | None:
+        """The rate of the instance actually obtained, by its region; None when the region is not among the rows."""
+        rates = [t.hourly_rate for t in self.rows if region and t.region == region]
+        return min(rates) if rates else None
 
     @property
     def wire(self) -> str:
@@ -60,8 +70,14 @@ def match_gpu_name(name: str, types: list[Any]) -> str | None:
     return close[0] if len(close) == 1 else None
 
 
+def region_matches(wanted: str | None, region: str | None) -> bool:
+    """--region takes a region id or the start of one (us-east)."""
+    return not wanted or (region or "").lower().startswith(wanted.strip().lower())
+
+
 async def resolve_gpu(
-    client, requested: str, types: list[Any], default_count: int, deployment: str | None = None
+    client, requested: str, types: list[Any], default_count: int, deployment: str | None = None,
+    region: str | None = None,
 ) -> GpuChoice:
     """A --gpu value as Runcrate spells it, with its rows; unknown names fail listing the valid ones."""
     name, count = split_count(requested, default_count)
@@ -88,6 +104,12 @@ async def resolve_gpu(
             listed = ", ".join(offered) or "none"
             raise LaunchError(f"no {deployment}-type {gpu_type} in /instances/types; {deployment} types: {listed}")
         rows = wanted
+    if region:
+        here = [t for t in rows if region_matches(region, t.region)]
+        if not here:
+            offered = ", ".join(sorted({t.region for t in rows})) or "none"
+            raise LaunchError(f"no {gpu_type} in region {region!r}; regions offering it: {offered}")
+        rows = here
     exact = sorted((t for t in rows if t.gpu_count == count), key=lambda t: t.hourly_rate)
     if not exact:
         counts = ", ".join(str(c) for c in sorted({t.gpu_count for t in rows}))
@@ -116,8 +138,21 @@ def resolve_setups(spec: WorkloadSpec, setups: str | None) -> list[str] | None:
         raise LaunchError(f"{exc} (workload {spec.name})") from None
 
 
-def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repeats: int | None) -> str:
-    """The job's command: a plain `gpubench run` call (records on stdout, text on stderr)."""
+def check_overrides(overrides: tuple[str, ...] | list[str]) -> list[str]:
+    """--set NAME=VALUE pairs, checked for form here (the launcher never imports workload code); the job's own
+    `gpubench run` refuses an unknown name or a bad value before it measures anything (exit 2)."""
+    for pair in overrides:
+        name, sep, _ = pair.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise LaunchError(f"bad --set {pair!r}: use NAME=VALUE with a config field of the workload"
+                              " (gpubench show WORKLOAD lists them)")
+    return list(overrides)
+
+
+def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repeats: int | None,
+                overrides: tuple[str, ...] | list[str] = (), weights: str | None = None) -> str:
+    """The job's command: a plain `gpubench run` call (records on stdout, text on stderr), with what the
+    user passed through (--set, --weights), so any local run can be reproduced on a rented GPU."""
     args = ["gpubench", "run", spec.name]
     if setups:
         args += ["--setups", ",".join(setups)]
@@ -125,6 +160,10 @@ def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repea
         args.append("--smoke")
     if repeats is not None:
         args += ["--repeats", str(repeats)]
+    for pair in check_overrides(overrides):
+        args += ["--set", pair]
+    if weights:
+        args += ["--weights", weights]
     return shlex.join(args)
 
 
@@ -151,9 +190,17 @@ class RunPlan:
 
     @property
     def price(self) -> float | None:
-        """The hourly price, when every candidate has the same one (else unknown until it runs)."""
+        """The hourly price the job costs its output at, when every candidate's cheapest region has the same one
+        (else one per GPU type, matched by the job). A dearer region obtained is corrected by pricing()."""
         prices = {c.price for c in self.candidates}
         return prices.pop() if len(prices) == 1 else None
+
+    def rate_obtained(self, gpu_type: str | None, region: str | None) -> float | None:
+        """The hourly rate of the instance the job actually got (its GPU type and region)."""
+        for choice in self.candidates:
+            if gpu_type and choice.gpu_type.lower() == gpu_type.split(":")[0].lower():
+                return choice.rate_in(region)
+        return None
 
 
 @dataclass
@@ -176,6 +223,7 @@ class LaunchPlan:
     results_dir: str = "gpubench-results"
     study: str | None = None  # first-matmul: the launcher times the launch itself
     template: str | None = None  # instance path: the Runcrate template to boot
+    price_override: float | None = None  # --price: the hourly rate for cost metrics and estimates
 
     @property
     def launcher_name(self) -> str:
@@ -187,7 +235,9 @@ class LaunchPlan:
             "GPUBENCH_LAUNCHER": self.launcher_name,
             "GPUBENCH_GPU_REQUESTED": run.gpu_requested,
         }
-        if run.price is not None:
+        if self.price_override is not None:
+            env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{self.price_override:g}"
+        elif run.price is not None:
             env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{run.price:g}"
         else:
             env["GPUBENCH_PRICES_USD_PER_HOUR"] = ",".join(f"{c.wire}={c.price:g}" for c in run.candidates)
@@ -238,6 +288,7 @@ class LaunchPlan:
             "launcher_version": __version__,
             "gpus": [
                 {"requested": c.requested, "gpu_type": c.gpu_type, "count": c.count, "usd_per_hour": c.price,
+                 "usd_per_hour_by_region": {t.region: t.hourly_rate for t in reversed(c.rows)},
                  "instance_types": [t.id for t in c.rows]}
                 for c in run.candidates
             ],
@@ -252,17 +303,45 @@ class LaunchPlan:
             "deployment_type": self.deployment,
             "template": self.template,
             "store": self.store_url,
+            "price_override_usd_per_hour": self.price_override,
         }
 
     def expected_cost(self, run: RunPlan) -> float | None:
-        price = run.price if run.price is not None else (run.candidates[0].price if run.candidates else None)
+        """The expected run at the first candidate's cheapest region (or --price)."""
+        price = self.price_override or (run.candidates[0].price if run.candidates else None)
         return None if price is None else price * self.workload.expected_minutes / 60.0
 
     def worst_cost(self, run: RunPlan) -> float | None:
-        prices = [c.price for c in run.candidates if c.price is not None]
+        """The safety net's whole runtime at the dearest rate any candidate has in any region."""
+        prices = [c.dearest for c in run.candidates if c.dearest is not None]
         if not prices:
             return None
         return max(prices) * self.max_runtime_minutes / 60.0
+
+    def pricing(self, run: RunPlan, gpu_type: str | None, region: str | None,
+                cost_per_hour: float | None = None) -> dict[str, Any]:
+        """How the run's cost metrics were priced, against the rate of the instance actually obtained.
+
+        The job costs its output at the rate it was given (GPUBENCH_PRICE(S)_USD_PER_HOUR: the cheapest region);
+        when it landed in a dearer region, every usd_per_* metric is low by `factor` (obtained / priced_at)."""
+        priced_at = self.price_override
+        if priced_at is None:
+            choice = next((c for c in run.candidates if gpu_type and c.gpu_type.lower()
+                           == gpu_type.split(":")[0].lower()), None)
+            priced_at = choice.price if choice else run.price
+        obtained = cost_per_hour or run.rate_obtained(gpu_type, region)
+        facts: dict[str, Any] = {"gpu_type": gpu_type, "region": region, "priced_at_usd_per_hour": priced_at,
+                                 "obtained_usd_per_hour": obtained, "factor": None}
+        if self.price_override is not None:
+            facts["note"] = "costs use --price as given"
+        elif priced_at and obtained:
+            facts["factor"] = round(obtained / priced_at, 6)
+            facts["note"] = ("costs are at the obtained rate" if facts["factor"] == 1 else
+                             f"usd_per_* metrics were priced at ${priced_at:g}/h; the instance cost ${obtained:g}/h"
+                             f" in {region}: multiply them by {facts['factor']:g}")
+        else:
+            facts["note"] = "rate of the obtained instance unknown: costs are at the cheapest region's rate"
+        return facts
 
 
 def safety_net_minutes(spec: WorkloadSpec, max_minutes: float | None, override: int | None) -> int:

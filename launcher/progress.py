@@ -42,11 +42,16 @@ class ProgressView:
         from rich.console import Console
 
         probe = Console(stderr=True)
-        self.terminal = probe.is_terminal
+        self.terminal = probe.is_terminal and not RECORDS_ON_TERMINAL  # --json: one line per event, no live table
         self.console = probe if self.terminal else Console(stderr=True, width=200, highlight=False)
         self.verbose = verbose
         self.runs: dict[str, RunLine] = {}
+        self.holding_back: str | None = None
+        self.pacing_now = lambda: self.holding_back  # the live table asks the request budget itself
         self._live = None
+        self.started: dict[str, RunStarted] = {}  # per run, for the summary tables at the end
+        self.finished: dict[str, RunFinished] = {}
+        self.pricing = None  # outcome -> LaunchPlan.pricing(): the obtained rate against the one costs used
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -79,6 +84,12 @@ class ProgressView:
         prefix = f"[{run_id}] " if run_id else ""
         self.console.print(f"gpubench-launch: {prefix}{message}", markup=False, highlight=False, soft_wrap=True)
 
+    def pacing(self, state: str | None) -> None:
+        """The request budget is holding requests back (state), or no longer (None)."""
+        if state != self.holding_back and not self.terminal:
+            self.say(None, state or "API requests no longer held back")
+        self.holding_back = state
+
     def line(self, run_id: str, text: str) -> None:
         run = self.runs[run_id]
         run.last_lines = (run.last_lines + [text])[-3:]
@@ -88,6 +99,7 @@ class ProgressView:
     def record(self, run_id: str, record) -> None:
         run = self.runs[run_id]
         if isinstance(record, RunStarted):
+            self.started[run_id] = record
             run.setups_total = len(record.setups) * max(1, record.repeats)
             run.phase = "started"
         elif isinstance(record, Progress):
@@ -101,13 +113,14 @@ class ProgressView:
             if not self.terminal:
                 self.say(run_id, f"setup {record.setup} #{record.repeat}: {record.status} {detail}".rstrip())
         elif isinstance(record, RunFinished):
+            self.finished[run_id] = record
             run.phase = f"finished {record.status}"
 
     # --- rendering ---------------------------------------------------------------------------
     def _table(self):
         from rich.table import Table
 
-        table = Table(title="gpubench-launch", expand=False)
+        table = Table(title="gpubench-launch", expand=False, caption=self.pacing_now())
         for column in ("run", "GPU", "status", "phase", "setups", "latest", "cost $", "time"):
             table.add_column(column, overflow="fold")
         for run in self.runs.values():
@@ -133,7 +146,10 @@ class ProgressView:
                 "-" if o.cost_usd is None else f"{o.cost_usd:.4f}", f"{o.duration_s:.0f}s", str(o.exit_code),
             )
         self.console.print(table)
-        rows = [(o, s) for o in outcomes for s in o.setups]
+        for o in outcomes:
+            if o.run_id in self.finished and o.run_id in self.started:
+                self._study_table(o, self.started[o.run_id], self.finished[o.run_id])
+        rows = [(o, s) for o in outcomes for s in o.setups if o.run_id not in self.finished]
         if rows:
             results = Table(title="results")
             for column in ("run", "setup", "status", "metrics (median)"):
@@ -148,10 +164,41 @@ class ProgressView:
                 self.say(o.run_id, o.message)
 
 
+    def _study_table(self, outcome, started: RunStarted, finished: RunFinished) -> None:
+        """gpubench's own end-of-run table (gpubench/summary.py) for one run: headline metrics with their spread,
+        the speed-up against the baseline setup, peak memory and cost, and what the numbers are."""
+        from types import SimpleNamespace
+
+        from rich.table import Table
+
+        from gpubench import summary
+        from gpubench.catalog import WORKLOADS
+
+        spec = WORKLOADS.get(started.workload)
+        # The launcher imports no workload code: the records' own metric order stands in for the module's METRICS.
+        reported = SimpleNamespace(METRICS=dict.fromkeys(name for s in finished.summary for name in s.metrics))
+        header, rows = summary.table(spec, reported, finished.summary)
+        table = Table(title=f"{outcome.run_id} on {outcome.gpu or '?'}")
+        for column in header:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        self.console.print(table)
+        notes = summary.notes(started.smoke, bool(started.environment.price_usd_per_hour), finished.summary)
+        pricing = self.pricing(outcome) if self.pricing and started.environment.price_usd_per_hour else None
+        if pricing and pricing.get("note"):
+            notes.append(pricing["note"])
+        for note in notes:
+            self.console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+RECORDS_ON_TERMINAL = False  # --json: JSON Lines on stdout even when it is a terminal
+
+
 def stdout_sink():
-    """Where records are echoed: stdout when it is piped (JSON Lines for a program), nowhere when it
-    is a terminal (the live view shows them, the run folder keeps them)."""
-    return _Discard() if sys.stdout.isatty() else sys.stdout
+    """Where records are echoed: stdout when it is piped (JSON Lines for a program) or with --json, nowhere when
+    it is a terminal (the live view shows them, the run folder keeps them)."""
+    return sys.stdout if RECORDS_ON_TERMINAL or not sys.stdout.isatty() else _Discard()
 
 
 class _Discard:

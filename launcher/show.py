@@ -7,7 +7,7 @@ def _console():
     from rich.console import Console
 
     console = Console()
-    return console if console.is_terminal else Console(width=200, highlight=False)
+    return console if console.is_terminal else Console(width=100, highlight=False)
 
 
 def print_plan(plan) -> None:
@@ -32,26 +32,38 @@ def print_plan(plan) -> None:
         console.print(f"limits        {', '.join(limits)}", markup=False)
     console.print(f"store         {plan.store_url or plan.results_dir + '/<run-id>/'}", markup=False)
 
-    types = Table(title="instance types (from /instances/types, cheapest first)")
-    for column in ("run", "GPU", "instance type", "GPUs", "region", "deployment", "$/hour"):
-        types.add_column(column)
+    if plan.price_override is not None:
+        console.print(f"price         ${plan.price_override:g}/h (--price) for cost metrics and estimates",
+                      markup=False)
+
+    # Narrow enough for an 80-column terminal: run ids and env names are printed once, outside the tables.
+    types = Table(title="instance types (/instances/types), cheapest first")
+    for column in ("GPU", "instance type", "region", "kind", "$/hour"):
+        types.add_column(column, justify="right" if column == "$/hour" else "left", overflow="fold")
+    seen = set()
     for run in plan.runs:
         for choice in run.candidates:
             for row in choice.rows:
-                types.add_row(run.run_id, choice.requested, row.id, str(row.gpu_count), row.region,
-                              row.deployment_type or "-", f"{row.hourly_rate:.2f}")
+                if row.id not in seen:
+                    seen.add(row.id)
+                    types.add_row(choice.requested, row.id, row.region,
+                                  row.deployment_type or "-", f"{row.hourly_rate:.2f}")
     console.print(types)
 
     costs = Table(title="expected duration and cost")
-    for column in ("run", "GPU candidates", "expected min", "expected $", "at most $ (max runtime)", "env"):
-        costs.add_column(column, overflow="fold")
+    for column in ("run", "GPU candidates", "min", "expected $", "at most $"):
+        costs.add_column(column, justify="left" if column in ("run", "GPU candidates") else "right", overflow="fold")
     for run in plan.runs:
         expected = plan.expected_cost(run)
         worst = plan.worst_cost(run)
-        costs.add_row(run.run_id, run.label, f"{spec.expected_minutes:g}" + (" (full run)" if plan.smoke else ""),
-                      "-" if expected is None else f"{expected:.3f}", "-" if worst is None else f"{worst:.3f}",
-                      " ".join(sorted(run.env)))
+        costs.add_row(run.run_id, run.label, f"{spec.expected_minutes:g}" + (" (full)" if plan.smoke else ""),
+                      "-" if expected is None else f"{expected:.3f}", "-" if worst is None else f"{worst:.3f}")
     console.print(costs)
+    console.print("expected $: the expected minutes at the first GPU's cheapest region"
+                  f"{' (--price)' if plan.price_override is not None else ''}; at most $: the"
+                  f" {plan.max_runtime_minutes} min safety net at the dearest region of any candidate", markup=False)
+    env_names = sorted({name for run in plan.runs for name in run.env})
+    console.print(f"job env       {' '.join(env_names)} (names only)", markup=False)
     console.print("dry run: nothing was launched", markup=False)
 
 

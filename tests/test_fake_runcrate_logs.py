@@ -18,13 +18,14 @@ def test_output_streams_as_written_in_two_ordered_chunks(client):
     assert [c.text for c in chunks] == ["a\n", "b\n"]
     assert [c.seq for c in chunks] == [1, 2]
     assert 0.25 < (chunks[1].ts - chunks[0].ts).total_seconds() < 1.0
-    assert {c.model_extra["stream"] for c in chunks} == {"stdout"}
+    assert all(not c.model_extra for c in chunks)  # only the SDK model's fields: seq, ts, text
 
 
-def test_stderr_is_interleaved_and_marked(client):
+def test_stderr_is_combined_with_stdout_in_order_and_unmarked(client):
     job = client.jobs.run(command="echo out; sleep 0.1; echo err >&2", gpu_type="A4000", max_runtime_minutes=LONG)
     chunks = list(client.jobs.follow_logs(job.id))
-    assert [(c.text, c.model_extra["stream"]) for c in chunks] == [("out\n", "stdout"), ("err\n", "stderr")]
+    assert [c.text for c in chunks] == ["out\n", "err\n"]
+    assert all(not c.model_extra for c in chunks)
 
 
 def test_follow_returns_early_on_new_output(client):

@@ -35,6 +35,8 @@ def test_job_run_stores_results_and_facts(fake, launcher_env, capsys, tmp_path):
     assert facts["cost_usd"] > 0
     assert [e["kind"] for e in facts["events"]][0] == "created"
     assert isinstance(facts["artifacts"], list) and isinstance(facts["metrics"], list)
+    pricing = facts["pricing"]  # which rate the cost metrics used, against the instance obtained
+    assert (pricing["gpu_type"], pricing["region"]) == ("L40S", "us-east-1") and pricing["priced_at_usd_per_hour"] > 0
     assert "summary" in result.stderr and run_id in result.stderr
 
 

@@ -94,18 +94,21 @@ from gpubench.schema import (Environment, Metric, Progress, RunFinished, RunStar
                              summarize_results, to_line)
 spec = json.loads(sys.argv[1])
 rid = os.environ["GPUBENCH_RUN_ID"]
+def say(text, stream=sys.stdout):  # one write per line, newline included, as gpubench's own output does
+    stream.write(text + "\n")
+    stream.flush()
 def emit(record):
-    print(to_line(record), flush=True)
+    say(to_line(record))
 env = Environment(python="3", platform="test", launcher=os.environ.get("GPUBENCH_LAUNCHER"),
                   gpu_requested=os.environ.get("GPUBENCH_GPU_REQUESTED"))
 emit(RunStarted(run_id=rid, workload="train-compile", study="s", setups=spec["setups"], repeats=1,
                 smoke=True, config={}, environment=env))
-print("starting: some text for run.log", file=sys.stderr, flush=True)
+say("starting: some text for run.log", sys.stderr)
 results = []
 for i, setup in enumerate(spec["setups"]):
     emit(Progress(run_id=rid, phase="timed", setup=setup, done=i, total=len(spec["setups"])))
     for n in range(spec.get("lines", 0)):
-        print(f"line {setup} {n} {time.time():.6f}", flush=True)
+        say(f"line {setup} {n} {time.time():.6f}")
     time.sleep(spec.get("sleep_s", 0))
     status = spec.get("status", {}).get(setup, "ok")
     r = SetupResult(run_id=rid, setup=setup, repeat=1, status=status,
@@ -114,7 +117,7 @@ for i, setup in enumerate(spec["setups"]):
     results.append(r)
     emit(r)
 if spec.get("hang_s"):
-    print("hanging", flush=True)
+    say("hanging")
     time.sleep(spec["hang_s"])
 summary = summarize_results(spec["setups"], results)
 emit(RunFinished(run_id=rid, status="ok" if all(r.status == "ok" for r in results) else "partial",

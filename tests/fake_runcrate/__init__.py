@@ -9,7 +9,8 @@ Jobs run their ``command`` with bash on this machine (cwd: the attempt's workspa
 first on PATH, plus ``RUNCRATE_OUTPUT_DIR`` and ``RUNCRATE_JOB_ATTEMPT``. ``exit N`` fails a job,
 a command outliving ``max_runtime_minutes * minute_s`` seconds is ``timed_out``, and
 ``fake.fail_machine(id)`` / ``fake.set_capacity(gpu, False)`` / ``fake.inject(...)`` make the rest.
-Log chunks are ``{"seq", "ts", "text", "stream"}`` (``stream``: stdout/stderr, an extra field).
+Log chunks are ``{"seq", "ts", "text"}``, as the SDK's model has them: stdout and stderr combined, each
+pipe read on its own thread, so a stderr fragment can fall anywhere, even inside a stdout line.
 
 Running instances show ``ip`` 127.0.0.1 and an extra ``ssh_port``: an asyncssh server taking
 user ``root`` with the instance's registered key, running commands with bash in the instance's

@@ -1,4 +1,5 @@
-"""A job's combined output: an append-only list of chunks with increasing ``seq``, read by page or held."""
+"""A job's output, stdout and stderr combined as the API gives it (no field says which): an append-only
+list of chunks with increasing ``seq``, read by page or held."""
 
 from __future__ import annotations
 
@@ -18,11 +19,9 @@ class LogChunk:
     seq: int | None
     ts: datetime | None
     text: str
-    stream: str | None
-    """``stdout`` or ``stderr``; None on the truncation marker."""
 
     def json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "ts": iso(self.ts), "text": self.text, "stream": self.stream}
+        return {"seq": self.seq, "ts": iso(self.ts), "text": self.text}
 
 
 @dataclass
@@ -54,12 +53,12 @@ class LogStream:
     def truncated(self) -> bool:
         return self._marker is not None
 
-    def append(self, text: str, stream: str) -> None:
+    def append(self, text: str) -> None:
         if not text:
             return
         with self._changed:
             self._last_seq += 1
-            chunk = LogChunk(self._last_seq, utc_now(), text, stream)
+            chunk = LogChunk(self._last_seq, utc_now(), text)
             size = len(text.encode())
             self.total_bytes += size
             if self._head_bytes < self._cap_bytes // 2 and not self._tail:
@@ -72,7 +71,7 @@ class LogStream:
                     dropped = self._tail.popleft()
                     self._tail_bytes -= len(dropped.text.encode())
                     if self._marker is None:
-                        self._marker = LogChunk(None, None, TRUNCATION_MARKER, None)
+                        self._marker = LogChunk(None, None, TRUNCATION_MARKER)
             self._changed.notify_all()
 
     def end(self) -> None:

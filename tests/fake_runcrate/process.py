@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-OutputSink = Callable[[str, str], None]
-"""Called with (text, stream) for each fragment of output, stream being ``stdout`` or ``stderr``."""
+OutputSink = Callable[[str], None]
+"""Called with each fragment of output, stdout's and stderr's in the order they were read (combined, as
+the API gives them: nothing says which pipe a fragment came from)."""
 
 
 # Every process started for a fake machine carries this variable, so that the machine going
@@ -69,8 +70,8 @@ class BashProcess:
         )
         self._sink_lock = threading.Lock()
         self._readers = [
-            threading.Thread(target=self._pump, args=(self._popen.stdout, "stdout", sink), daemon=True),
-            threading.Thread(target=self._pump, args=(self._popen.stderr, "stderr", sink), daemon=True),
+            threading.Thread(target=self._pump, args=(self._popen.stdout, sink), daemon=True),
+            threading.Thread(target=self._pump, args=(self._popen.stderr, sink), daemon=True),
         ]
         for reader in self._readers:
             reader.start()
@@ -100,7 +101,7 @@ class BashProcess:
             reader.join(timeout=5)
         return code
 
-    def _pump(self, pipe, stream: str, sink: OutputSink) -> None:
+    def _pump(self, pipe, sink: OutputSink) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         fd = pipe.fileno()
         try:
@@ -109,7 +110,7 @@ class BashProcess:
                 text = decoder.decode(data, final=not data)
                 if text:
                     with self._sink_lock:
-                        sink(text, stream)
+                        sink(text)
                 if not data:
                     return
         finally:
