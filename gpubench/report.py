@@ -14,7 +14,7 @@ from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.registry import UnknownName
 from gpubench.schema import MetricSummary, SetupResult, summarize
 from gpubench.stored import StoredRun
-from gpubench.summary import cell, fmt
+from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
 FLOPS_METRIC = "achieved_tflops"  # a workload that can count its FLOPs reports this; dtype in config.dtype
@@ -81,7 +81,8 @@ def _workload_report(spec: WorkloadSpec, runs: list[StoredRun]) -> WorkloadRepor
                         statuses=[result.status for _, result in items], metrics=metrics,
                         dtype=next((str(r.started.config.get("dtype")) for r in source
                                     if r.started.config.get("dtype")), None)))
-    return WorkloadReport(spec=spec, columns=_columns(module, rows), rows=rows)
+    return WorkloadReport(spec=spec, columns=headline_metrics(
+        module, list(dict.fromkeys(name for row in rows for name in row.metrics))), rows=rows)
 
 
 def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
@@ -93,13 +94,6 @@ def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupRes
         result = result.model_copy(deep=True)
         result.metrics.update(cost_metrics(spec, result.metrics, price))
     return result
-
-
-def _columns(module, rows: list[Row]) -> list[str]:
-    reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
-    chosen = list(getattr(module, "HEADLINE", None) or [m for m in module.METRICS if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen]
-    return [m for m in chosen if m in reported]
 
 
 def peak_fraction(row: Row) -> float | None:

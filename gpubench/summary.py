@@ -25,9 +25,8 @@ class Column:
     unit: str
 
 
-def headline_metrics(spec: WorkloadSpec, module, summaries: list[SetupSummary]) -> list[str]:
-    """The module's HEADLINE list, else its first four metrics; then memory and cost metrics, as reported."""
-    reported = list(dict.fromkeys(name for s in summaries for name in s.metrics))
+def headline_metrics(module, reported: list[str]) -> list[str]:
+    """Of the metrics reported: the module's HEADLINE list, else its first four metrics; then memory and cost."""
     chosen = list(getattr(module, "HEADLINE", None) or [m for m in getattr(module, "METRICS", {}) if m in reported][:4])
     chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen]
     return [m for m in chosen if m in reported]
@@ -64,7 +63,7 @@ def fmt(value: float) -> str:
 
 
 def table(spec: WorkloadSpec, module, summaries: list[SetupSummary]) -> tuple[list[str], list[list[str]]]:
-    metrics = headline_metrics(spec, module, summaries)
+    metrics = headline_metrics(module, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
     header = ["setup", "status", "n", *[f"{m} ({units[m]})" for m in metrics]]
