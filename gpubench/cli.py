@@ -413,7 +413,7 @@ def report(paths, html_file) -> None:
     except (stored.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
     for workload in built:
-        partial = sorted({str(run) for row in workload.rows if row.partial for run in [row.gpu]})
+        partial = sorted({row.gpu for row in workload.rows if row.partial})
         if partial:
             click.echo(f"gpubench: {workload.spec.name}: partial runs (no run_finished) on {', '.join(partial)};"
                        " their rows are shown as they are", err=True)

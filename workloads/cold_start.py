@@ -120,6 +120,7 @@ SETUP_NOTES = {
     "cache-warm": "files on local disk and in the page cache: load and first token only",
 }
 
+
 def weights_for(setup: str, config: Config) -> list[str]:
     """Cached starts load the study's weights from disk; fresh downloads fetch their own; random needs none."""
     return [] if SETUPS[setup].download or config.checkpoint == "random" else [config.model_id]

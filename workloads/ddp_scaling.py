@@ -120,6 +120,7 @@ SETUP_NOTES = {
     for name, recipe in SETUPS.items()
 }
 
+
 COST_NOTE = ("usd_per_1B_tokens is at the price given for the whole machine; the study's 1-GPU row used one "
              "GPU's share of it: usd_per_1B_tokens_gpu_share = that x GPUs used / GPUs on the host")
 

@@ -93,6 +93,7 @@ SETUP_NOTES = {
     for size, params in (("small", "33M"), ("base", "110M"), ("large", "335M")) for seq in (128, 512)
 }
 
+
 def weights_for(setup: str, config: Config) -> list[str]:
     from gpubench.workloads.embed_model import BGE
 

@@ -154,6 +154,7 @@ SETUP_NOTES = {
     ) for mb in (4, 8)
 }
 
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return [repo for repo, field in ((MODEL_REPO, config.model_file), (DATA_REPO, config.data_file)) if field == ""]
 

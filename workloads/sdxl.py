@@ -113,6 +113,7 @@ SETUP_NOTES = {
     "compile-b4": "compiled UNet, 4 images per call",
 }
 
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return [BASE_REPO, VAE_REPO] if config.architecture == "sdxl-base" else []  # tiny: nothing pretrained
 

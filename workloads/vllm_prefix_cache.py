@@ -39,6 +39,7 @@ SETUP_NOTES = {
     for mode in ("on", "off") for prefix in ("p1000", "p4000") for name in LEVELS
 }
 
+
 HEADLINE = [  # the post's table columns, in its order
     "requests_per_s", "output_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "prefix_cache_hit_rate",
     "usd_per_1k_requests", "cost_ratio_off_vs_on",

@@ -56,6 +56,7 @@ SETUP_NOTES = {
     "fw-large-v3-fp16-seq": "faster-whisper large-v3, fp16, sequential beam 5 (the baseline)",
 }
 
+
 @dataclass
 class Config:
     size: str = "large-v3"  # "tiny": smoke models (see the module's docstring)
