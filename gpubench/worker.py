@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import time
 import traceback
 
 from gpubench.catalog import WORKLOADS
+from gpubench.ports import free_port
 from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
 from gpubench.workload import SetupContext, SetupSkipped, load_module, processes
 
@@ -149,17 +149,12 @@ class Worker:
                     self.emit(self.result(setup, None, started, exc=exc, extra=session_ctx))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def run_ranks(job: dict, records, world_size: int) -> None:
     """One setup as `world_size` rank processes; rank 0's records are relayed, any rank's failure ends all."""
     setup = job["setups"][0]
     started = time.perf_counter()
-    rendezvous = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+    rendezvous = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
                   "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size)}
     ranks = []
     for rank in range(world_size):

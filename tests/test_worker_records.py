@@ -146,7 +146,7 @@ def test_the_first_rank_to_fail_stops_the_others():
 def test_a_free_port_can_be_bound():
     import socket
 
-    port = worker._free_port()
+    port = worker.free_port()
     assert 1024 <= port < 65536
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))

@@ -18,13 +18,13 @@ import contextlib
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gpubench.ports import free_port
 from gpubench.stats import percentile
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
@@ -178,7 +178,7 @@ def join_group(recipe: Recipe, config: Config) -> Group:
     if world_size > 1:  # the worker's rendezvous (MASTER_ADDR, MASTER_PORT)
         dist.init_process_group(backend, rank=rank, world_size=world_size, **bound)
     else:  # a 1-GPU setup is one process: DDP over a group of one, as `torchrun --nproc_per_node 1` gave the study
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1, **bound)
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, **bound)
     return Group(rank, local_rank, world_size, device, host_gpus)
 
 
@@ -375,8 +375,3 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
             derived[setup] = values
     return derived
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

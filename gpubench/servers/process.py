@@ -13,7 +13,6 @@ import ctypes
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from gpubench.ports import free_port
+
 PR_SET_PDEATHSIG = 1
 _ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception)\b:.*")
 
@@ -29,11 +30,6 @@ _ERROR_LINE = re.compile(r"\b\w*(?:Error|Exception)\b:.*")
 class ServerFailed(RuntimeError):
     """The server exited or never became ready; str() ends with the tail of its log."""
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
