@@ -33,7 +33,8 @@ cp /tmp/gpubench-results-sdxl/*/config.json /tmp/gpubench-results-sdxl/*/run.log
 python3 - "$OUT/results.jsonl" <<'PY' | tee "$OUT/table.txt"
 import json, sys
 cols = ["s_per_image", "images_per_hour", "usd_per_1k_images", "peak_vram_gb", "warmup_s", "compile_s", "load_s",
-        "saved_s_per_image", "time_saved_pct", "break_even_images", "throughput_vs_b1_pct"]
+        "saved_s_per_image", "time_saved_pct", "break_even_images", "throughput_vs_b1_pct",
+        "achieved_tflops", "pct_of_peak"]
 rows, derived = {}, {}
 for line in open(sys.argv[1]):
     r = json.loads(line)

@@ -4,6 +4,7 @@
 # scripts on its own GPU, lanes in parallel, scripts in a lane one after another.
 #
 #   bash benchmarks/gpu_session.sh "finetune cold_start" "sdxl whisper"   # lane 1 on GPU 0, lane 2 on GPU 1
+#   bash benchmarks/gpu_session.sh "STEPS=20 GPUBENCH_ARGS=--setups=lora-mb4 finetune"   # settings for a lane
 #
 # A lane named "all:<script>" gets every GPU (ddp). The scripts write under $OUT/<workload>/; the device
 # tool brings back at most 8 files, so everything is packed into $OUT/gpu-results.tgz at the end.
@@ -30,6 +31,7 @@ pids=()
 for scripts in "$@"; do
   (
     for script in $scripts; do
+      if [[ $script == *=* ]]; then export "${script?}"; continue; fi  # NAME=value: for the lane's later scripts
       if [[ $script == all:* ]]; then script=${script#all:}; unset CUDA_VISIBLE_DEVICES; else export CUDA_VISIBLE_DEVICES=$lane; fi
       start=$(date +%s)
       timeout "${GPU_SCRIPT_TIMEOUT:-540}" bash "benchmarks/gpu_${script}.sh" > "$OUT/${script}.log" 2>&1

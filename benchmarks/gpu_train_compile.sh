@@ -17,6 +17,7 @@ TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) \
   gpubench run train-compile --results-dir /tmp/gpubench-results ${GPUBENCH_ARGS:-} >"$OUT/gpubench.jsonl" 2>"$OUT/gpubench.err"
 echo "gpubench exit: $?"
 cp /tmp/gpubench-results/*/config.json "$OUT/config.json"
+[ "${STUDY:-1}" = 1 ] || exit 0  # STUDY=0: gpubench's run only, not the study's own script beside it
 export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
 for setup in "eager sdpa" "compile sdpa" "eager eager" "compile eager"; do
   python3 benchmarks/study_scripts/train_compile_study.py $setup >>"$OUT/study.jsonl" 2>>"$OUT/study.err" || echo "study $setup failed"

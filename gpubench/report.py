@@ -2,22 +2,26 @@
 
 Runs of one workload on the same GPU are pooled, so repeats across runs give the spread. Each row
 carries its hourly price(s) as the runs recorded them, the post's number for the same GPU class (as a
-ratio), and, where the workload reports the FLOPs it did, the fraction of the GPU's datasheet peak.
+ratio, or "within noise" of it), and, where the workload counts its FLOPs, achieved TFLOP/s and the
+share of the GPU's dense datasheet peak (gpubench/flops.py). A difference smaller than the measured
+noise is never shown as a win: the noise rule is compare.py's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
 
-from gpubench import reference
+from gpubench import compare, flops, reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.registry import UnknownName
-from gpubench.schema import MetricSummary, SetupResult, summarize
+from gpubench.schema import Metric, MetricSummary, SetupResult, summarize
 from gpubench.stored import StoredRun
 from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
-FLOPS_METRIC = "achieved_tflops"  # a workload that can count its FLOPs reports this; dtype in config.dtype
+NOISE_FLOOR = 0.05  # compare's default --noise: single runs carry no spread, and the studies call <5% noise
+SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
 
 
 @dataclass
@@ -29,7 +33,12 @@ class Row:
     partial: bool
     statuses: list[str]
     metrics: dict[str, MetricSummary]
-    dtype: str | None = None
+    dtype: str | None = None  # what the matmuls ran in: the results' compute_dtype, else the run config's dtype
+    config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpu} ({self.config})" if self.config else self.gpu
 
     @property
     def status(self) -> str:
@@ -41,11 +50,17 @@ class Row:
 @dataclass
 class WorkloadReport:
     spec: WorkloadSpec
+    module: ModuleType
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
+    better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
 
     def published(self, row: Row, metric: str) -> reference.Published | None:
         return reference.published_for(self.spec.name, row.gpu, row.setup, metric)
+
+    @property
+    def counts_flops(self) -> bool:
+        return any(flops.METRIC in row.metrics for row in self.rows)
 
 
 def build(runs: list[StoredRun]) -> list[WorkloadReport]:
@@ -61,28 +76,41 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
 
 def _workload_report(spec: WorkloadSpec, runs: list[StoredRun]) -> WorkloadReport:
     module = load_module(spec)
-    pooled: dict[tuple[str, str], list[tuple[StoredRun, SetupResult]]] = {}
+    variant = config_variants(runs)
+    pooled: dict[tuple[str, str, str], list[tuple[StoredRun, SetupResult]]] = {}
     for run in runs:
         for setup in run.started.setups:
-            pooled.setdefault((run.gpu, setup), [])
+            pooled.setdefault((run.gpu, variant[id(run)], setup), [])
         for result in run.results:
-            pooled.setdefault((run.gpu, result.setup), []).append((run, result))
+            pooled.setdefault((run.gpu, variant[id(run)], result.setup), []).append((run, result))
     order = {setup: i for i, setup in enumerate(spec.setups)}
     rows = []
-    for (gpu, setup), items in sorted(pooled.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
-        source = [run for run in runs if run.gpu == gpu and setup in run.started.setups]
-        ok = [_costed(spec, run, result) for run, result in items if result.status == "ok"]
+    for (gpu, config, setup), items in sorted(pooled.items(),
+                                              key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 99))):
+        source = [run for run in runs if (run.gpu, variant[id(run)]) == (gpu, config) and setup in run.started.setups]
+        ok = [_with_peak(run, _costed(spec, run, result)) for run, result in items if result.status == "ok"]
         metrics = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
             metrics[name] = summarize(next(r.metrics[name].unit for r in ok if name in r.metrics), values)
+        dtypes = [_compute_dtype(run, result) for run, result in items if result.status == "ok"]
         rows.append(Row(gpu=gpu, setup=setup, prices=sorted({p for r in source if (p := r.price_usd_per_hour)}),
                         runs=len(source), partial=any(r.partial for r in source),
                         statuses=[result.status for _, result in items], metrics=metrics,
-                        dtype=next((str(r.started.config.get("dtype")) for r in source
-                                    if r.started.config.get("dtype")), None)))
-    return WorkloadReport(spec=spec, columns=headline_metrics(
-        module, list(dict.fromkeys(name for row in rows for name in row.metrics))), rows=rows)
+                        dtype=next((d for d in dtypes if d), None), config=config))
+    reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
+    columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
+    better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
+    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better)
+
+
+def config_variants(runs: list[StoredRun]) -> dict[int, str]:
+    """Each run's config fields that differ between the runs ("steps=20"), so runs of different configs are
+    never pooled as repeats of one measurement; "" for every run when their configs agree."""
+    configs = [run.started.config for run in runs]
+    varying = sorted({key for config in configs for key in config
+                      if any(other.get(key) != config.get(key) for other in configs)})
+    return {id(run): ", ".join(f"{key}={run.started.config.get(key)}" for key in varying) for run in runs}
 
 
 def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
@@ -96,15 +124,168 @@ def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupRes
     return result
 
 
-def peak_fraction(row: Row) -> float | None:
-    """Achieved TFLOP/s over the GPU's dense datasheet peak for the run's dtype."""
-    achieved = row.metrics.get(FLOPS_METRIC)
+def _compute_dtype(run: StoredRun, result: SetupResult) -> str | None:
+    dtype = (result.info or {}).get(flops.DTYPE_INFO) or run.started.config.get("dtype")
+    return str(dtype) if dtype else None
+
+
+def _with_peak(run: StoredRun, result: SetupResult) -> SetupResult:
+    """A result with pct_of_peak as the runner adds it, for runs stored before it did (achieved TFLOP/s only)."""
+    achieved = result.metrics.get(flops.METRIC)
+    if achieved is None or flops.PEAK_METRIC in result.metrics:
+        return result
+    pct = flops.pct_of_peak(achieved.value, run.gpu, _compute_dtype(run, result))
+    if pct is None:
+        return result
+    result = result.model_copy(deep=True)
+    result.metrics[flops.PEAK_METRIC] = Metric(value=pct, unit="%", better="higher")
+    return result
+
+
+def datasheet_peak(row: Row) -> float | None:
+    """The dense peak TFLOP/s that the row's "of peak" is a share of: its GPU class at its compute dtype."""
     peak = reference.peak_for(row.gpu)
-    if achieved is None or peak is None:
-        return None
-    dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(row.dtype or "", row.dtype or "bf16")
-    top = peak.tflops.get(dtype)
-    return achieved.median / top if top else None
+    return peak.tflops.get(flops.PEAK_DTYPES.get(row.dtype or "", "")) if peak else None
+
+
+def noise(*summaries: MetricSummary) -> float:
+    """The relative difference the numbers cannot tell apart: twice the larger CV, never under the floor."""
+    return max(NOISE_FLOOR, 2 * max((s.cv or 0) for s in summaries))
+
+
+def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
+    units = {m: s.unit for row in report.rows for m, s in row.metrics.items()}
+    header = ["GPU", "$/hour", "setup", "status", "n", *[f"{m} ({units[m]})" for m in report.columns], "vs post"]
+    if report.counts_flops:
+        header += ["TFLOP/s", "of peak"]
+    rows = []
+    for row in report.rows:
+        price = ", ".join(f"{p:g}" for p in row.prices) or "-"
+        n = sum(status == "ok" for status in row.statuses)
+        status = row.status + (" (partial run)" if row.partial else "")
+        cells = [row.label, price, row.setup, status, f"{n}/{len(row.statuses)}",
+                 *[cell(row.metrics.get(m)) for m in report.columns], vs_post(report, row)]
+        if report.counts_flops:
+            cells += [cell(row.metrics.get(flops.METRIC)), of_peak(row)]
+        rows.append(cells)
+    return header, rows
+
+
+def of_peak(row: Row) -> str:
+    """The row's share of its GPU's datasheet peak, with its spread: "50%", "26% ±7%"."""
+    share = row.metrics.get(flops.PEAK_METRIC)
+    if share is None:
+        return ""
+    number, _, spread = cell(share).partition(" ")
+    return f"{number}%" + (f" {spread}" if spread else "")
+
+
+def vs_post(report: WorkloadReport, row: Row) -> str:
+    """The first headline metric the post published for this GPU class: this run's ratio to it, or within noise."""
+    for metric in report.columns:
+        published = report.published(row, metric)
+        if published and metric in row.metrics and published.value:
+            ours = row.metrics[metric]
+            post = f"{fmt(published.value)} ({published.gpu})"
+            if compare.verdict(published.value, ours.median, noise(ours), None) == "within noise":
+                return f"within noise of {post}"
+            return f"{ours.median / published.value:.2f}x of {post}"
+    return ""
+
+
+@dataclass
+class Standing:
+    """One setup on several GPUs: the best and the runner-up on one metric, and whether the gap beats the noise."""
+
+    setup: str
+    best: Row
+    runner_up: Row
+    noise: float
+    beyond_noise: bool
+
+
+def ranked_metric(report: WorkloadReport) -> str | None:
+    """The metric GPUs are ranked on: the first headline metric that has a better direction."""
+    return next((m for m in report.columns if report.better.get(m)), None)
+
+
+def standings(report: WorkloadReport) -> list[Standing]:
+    metric = ranked_metric(report)
+    if metric is None:
+        return []
+    higher = report.better[metric] == "higher"
+    out = []
+    for setup in dict.fromkeys(row.setup for row in report.rows):
+        rows = sorted((r for r in report.rows if r.setup == setup and metric in r.metrics),
+                      key=lambda r: r.metrics[metric].median, reverse=higher)
+        rival = next((r for r in rows[1:] if r.gpu != rows[0].gpu), None) if rows else None
+        if rival is None:  # one GPU (in one config or several): nothing to rank
+            continue
+        best, second = rows[0].metrics[metric], rival.metrics[metric]
+        gap = noise(best, second)
+        beyond = compare.verdict(second.median, best.median, gap, report.better[metric]) == "better"
+        out.append(Standing(setup, rows[0], rival, gap, beyond))
+    return out
+
+
+def standing_lines(report: WorkloadReport) -> list[str]:
+    """Per setup run on several GPUs, the best one, or "within noise" when the runner-up is as good as it."""
+    found = standings(report)
+    if not found:
+        return []
+    metric = ranked_metric(report)
+    unit = found[0].best.metrics[metric].unit
+    lines = [f"Best GPU per setup on {metric} ({report.better[metric]} is better; a gap within the measured "
+             "noise is no win):"]
+    for s in found:
+        best, second = s.best.metrics[metric].median, s.runner_up.metrics[metric].median
+        if s.beyond_noise:
+            lines.append(f"- {s.setup}: {s.best.label}, {fmt(best)} against {fmt(second)} {unit} on "
+                         f"{s.runner_up.label}")
+        else:
+            lines.append(f"- {s.setup}: within noise ({s.best.label} {fmt(best)}, {s.runner_up.label} {fmt(second)} "
+                         f"{unit}; noise {s.noise:.0%})")
+    return lines
+
+
+@dataclass
+class ScalingPoint:
+    gpus: int
+    row: Row
+
+
+@dataclass
+class ScalingLine:
+    """One model size on one GPU type: its plain recipe against GPU count, and the fixes beside it."""
+
+    gpu: str
+    size: str
+    plain: list[ScalingPoint]
+    variants: list[ScalingPoint]
+
+    def ideal(self, gpus: int) -> float | None:
+        """Linear scaling from the 1-GPU plain rate: what tokens/s would be on `gpus` GPUs with no overhead."""
+        one = next((p.row.metrics["tokens_per_s"].median for p in self.plain if p.gpus == 1), None)
+        return one * gpus if one else None
+
+
+def scaling_lines(report: WorkloadReport) -> list[ScalingLine]:
+    """For a workload whose setups are recipes on N GPUs with a model size (ddp-scaling): its scaling curves.
+
+    The GPU count is the recipe's `gpus`; a recipe is plain when every other field is at its default.
+    """
+    recipes = getattr(report.module, "SETUPS", None) or {}
+    lines: dict[tuple[str, str], ScalingLine] = {}
+    for row in report.rows:
+        recipe = recipes.get(row.setup) if isinstance(recipes, dict) else None
+        if getattr(recipe, "size", None) is None or not hasattr(recipe, "gpus") or "tokens_per_s" not in row.metrics:
+            continue
+        line = lines.setdefault((row.label, recipe.size), ScalingLine(row.label, recipe.size, [], []))
+        plain = recipe == type(recipe)(gpus=recipe.gpus, size=recipe.size)
+        (line.plain if plain else line.variants).append(ScalingPoint(recipe.gpus, row))
+    for line in lines.values():
+        line.plain.sort(key=lambda p: p.gpus)
+    return list(lines.values())
 
 
 def markdown(reports: list[WorkloadReport]) -> str:
@@ -112,26 +293,11 @@ def markdown(reports: list[WorkloadReport]) -> str:
     for report in reports:
         spec = report.spec
         out += [f"## {spec.name}: {spec.title}", "", f"Study: {spec.study}", ""]
-        units = {m: s.unit for row in report.rows for m, s in row.metrics.items()}
-        header = ["GPU", "$/hour", "setup", "status", "n", *[f"{m} ({units[m]})" for m in report.columns],
-                  "vs post", "of peak"]
+        header, rows = table(report)
         out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for row in report.rows:
-            price = ", ".join(f"{p:g}" for p in row.prices) or "-"
-            n = sum(status == "ok" for status in row.statuses)
-            status = row.status + (" (partial run)" if row.partial else "")
-            cells = [cell(row.metrics.get(m)) for m in report.columns]
-            fraction = peak_fraction(row)
-            out.append("| " + " | ".join([row.gpu, price, row.setup, status, f"{n}/{len(row.statuses)}", *cells,
-                                           vs_post(report, row), f"{fraction:.0%}" if fraction else ""]) + " |")
+        out += ["| " + " | ".join(cells) + " |" for cells in rows]
         out.append("")
+        standing = standing_lines(report)
+        if standing:
+            out += [*standing, ""]
     return "\n".join(out)
-
-
-def vs_post(report: WorkloadReport, row: Row) -> str:
-    """The first headline metric the post published for this GPU class, as this run's ratio to it."""
-    for metric in report.columns:
-        published = report.published(row, metric)
-        if published and metric in row.metrics and published.value:
-            return f"{row.metrics[metric].median / published.value:.2f}x of {fmt(published.value)} ({published.gpu})"
-    return ""

@@ -1,9 +1,11 @@
 """The report as one HTML page with its plots embedded (PNG, base64), so it opens with no network.
 
-Per workload: its table, then bars of throughput (the cost basis metric), cost per unit of output and
-peak memory per GPU and setup, error bars from min to max over repeats; for serving workloads, the
-trade-off curve of output tokens/s per GPU against tokens/s per user across load levels, with its
-Pareto front (the points no other point beats on both).
+Per workload: its table and which GPU is best per setup (or "within noise"), then bars of throughput
+(the cost basis metric), cost per unit of output and peak memory per GPU and setup, error bars from min
+to max over repeats; where the workload counts its FLOPs, achieved TFLOP/s against the datasheet peak;
+for serving workloads, the trade-off curve of output tokens/s per GPU against tokens/s per user across
+load levels, with its Pareto front (the points no other point beats on both); for DDP, tokens/s and
+scaling efficiency against GPU count, with linear scaling drawn for reference.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import html
 import io
 import re
 
-from gpubench.report import Row, WorkloadReport, markdown
+from gpubench import flops
+from gpubench.report import Row, WorkloadReport, datasheet_peak, scaling_lines, standing_lines, table
 
 SERVING_X, SERVING_Y = "per_user_tokens_per_s", "output_tokens_per_s"
 LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one line per server mode
@@ -27,25 +30,30 @@ def render(reports: list[WorkloadReport], title: str = "gpubench report") -> str
              f"<h1>{html.escape(title)}</h1>"]
     for report in reports:
         parts.append(_table_html(report))
-        for image in plots(report):
-            parts.append(f"<img alt='plot' src='data:image/png;base64,{image}'>")
+        for caption, image in plots(report):
+            parts.append(f"<img alt='{html.escape(caption)}' title='{html.escape(caption)}' "
+                         f"src='data:image/png;base64,{image}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def _table_html(report: WorkloadReport) -> str:
-    lines = markdown([report]).splitlines()
-    out = [f"<h2>{html.escape(lines[0].lstrip('# '))}</h2>", f"<p>{html.escape(lines[2])}</p>", "<table>"]
-    for i, line in enumerate(line for line in lines[4:] if line.startswith("|")):
-        if i == 1:
-            continue  # the markdown separator row
-        tag = "th" if i == 0 else "td"
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        out.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>")
-    return "\n".join([*out, "</table>"])
+    spec = report.spec
+    header, rows = table(report)
+    out = [f"<h2>{html.escape(f'{spec.name}: {spec.title}')}</h2>", f"<p>Study: {html.escape(spec.study)}</p>",
+           "<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>" for cells in rows]
+    out.append("</table>")
+    standing = standing_lines(report)
+    if standing:
+        out.append(f"<p>{html.escape(standing[0])}</p><ul>")
+        out += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in standing[1:]]
+        out.append("</ul>")
+    return "\n".join(out)
 
 
-def plots(report: WorkloadReport) -> list[str]:
+def plots(report: WorkloadReport) -> list[tuple[str, str]]:
+    """(caption, PNG as base64) per plot the workload's results allow."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,9 +63,14 @@ def plots(report: WorkloadReport) -> list[str]:
     wanted += [m for m in report.columns if m.startswith("usd_per_") or "peak" in m]
     for metric in dict.fromkeys(wanted):
         if any(metric in row.metrics for row in report.rows):
-            images.append(_bars(report, metric))
+            images.append((f"{spec.name}: {metric}", _bars(report, metric)))
+    if report.counts_flops:
+        images.append((f"{spec.name}: achieved TFLOP/s against the datasheet peak", _flops_bars(report)))
     if any(SERVING_X in row.metrics and SERVING_Y in row.metrics for row in report.rows):
-        images.append(_serving_curve(report))
+        images.append((f"{spec.name}: throughput against per-user speed", _serving_curve(report)))
+    lines = scaling_lines(report)
+    if lines:
+        images.append((f"{spec.name}: tokens/s and scaling efficiency against GPUs", _scaling_curves(report, lines)))
     return images
 
 
@@ -71,17 +84,25 @@ def _png(fig) -> str:
 
 
 def _bars(report: WorkloadReport, metric: str) -> str:
+    fig, ax, _ = _bar_axes(report, metric)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _bar_axes(report: WorkloadReport, metric: str):
+    """Bars of a metric per setup, one colour per GPU, error bars from min to max; also each GPU's colour."""
     import matplotlib.pyplot as plt
 
     rows = [row for row in report.rows if metric in row.metrics]
-    gpus = list(dict.fromkeys(row.gpu for row in rows))
+    gpus = list(dict.fromkeys(row.label for row in rows))
     setups = list(dict.fromkeys(row.setup for row in rows))
     width = 0.8 / max(len(gpus), 1)
     fig, ax = plt.subplots(figsize=(max(6, len(setups) * 1.1), 3.6))
+    colors = {}
     for i, gpu in enumerate(gpus):
         xs, ys, low, high = [], [], [], []
         for j, setup in enumerate(setups):
-            row = next((r for r in rows if r.gpu == gpu and r.setup == setup), None)
+            row = next((r for r in rows if r.label == gpu and r.setup == setup), None)
             if row is None:
                 continue
             m = row.metrics[metric]
@@ -89,12 +110,25 @@ def _bars(report: WorkloadReport, metric: str) -> str:
             ys.append(m.median)
             low.append(m.median - m.min)
             high.append(m.max - m.median)
-        ax.bar(xs, ys, width, yerr=[low, high], capsize=3, label=gpu)
+        bars = ax.bar(xs, ys, width, yerr=[low, high], capsize=3, label=gpu)
+        colors[gpu] = bars.patches[0].get_facecolor()
     ax.set_xticks([j + width * (len(gpus) - 1) / 2 for j in range(len(setups))], setups, rotation=30, ha="right")
     unit = rows[0].metrics[metric].unit
     ax.set_ylabel(f"{metric} ({unit})")
     ax.set_title(f"{report.spec.name}: {metric}")
-    ax.legend(fontsize=8)
+    return fig, ax, colors
+
+
+def _flops_bars(report: WorkloadReport) -> str:
+    """Achieved TFLOP/s per setup and GPU, each GPU's dense datasheet peak for the dtype drawn as a line."""
+    fig, ax, colors = _bar_axes(report, flops.METRIC)
+    peaks = {(row.gpu, row.dtype): peak for row in report.rows if flops.METRIC in row.metrics
+             if (peak := datasheet_peak(row))}
+    for (gpu, dtype), peak in peaks.items():
+        ax.axhline(peak, color=colors[gpu], linestyle="--", linewidth=1,
+                   label=f"{gpu} {flops.PEAK_DTYPES.get(dtype or '', dtype)} peak {peak:g}")
+    ax.set_title(f"{report.spec.name}: achieved TFLOP/s against the dense datasheet peak")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
     return _png(fig)
 
 
@@ -112,7 +146,7 @@ def _serving_curve(report: WorkloadReport) -> str:
     lines: dict[tuple[str, str], list[Row]] = {}
     for r in report.rows:
         if SERVING_X in r.metrics and SERVING_Y in r.metrics:
-            lines.setdefault((r.gpu, LOAD_LEVEL.sub("", r.setup)), []).append(r)
+            lines.setdefault((r.label, LOAD_LEVEL.sub("", r.setup)), []).append(r)
     for (gpu, mode), rows in lines.items():
         points = [(r.metrics[SERVING_X].median, r.metrics[SERVING_Y].median) for r in rows]
         ax.plot(*zip(*sorted(points), strict=True), "o-", label=f"{gpu} {mode}".strip())
@@ -126,3 +160,44 @@ def _serving_curve(report: WorkloadReport) -> str:
     ax.set_title(f"{report.spec.name}: throughput against per-user speed")
     ax.legend(fontsize=8)
     return _png(fig)
+
+
+def _scaling_curves(report: WorkloadReport, lines) -> str:
+    """Tokens/s and scaling efficiency against GPU count: one line per GPU type and model size (the plain recipe),
+    the fixes (compression, accumulation) as labelled points, and linear scaling from 1 GPU as the reference."""
+    import matplotlib.pyplot as plt
+
+    fig, (rate, efficiency) = plt.subplots(1, 2, figsize=(11, 4))
+    counts = sorted({p.gpus for line in lines for p in line.plain + line.variants})
+    for line in lines:
+        label = f"{line.gpu} {line.size}"
+        color = None
+        for ax, metric in ((rate, "tokens_per_s"), (efficiency, "scaling_efficiency_pct")):
+            plain = [p for p in line.plain if metric in p.row.metrics]
+            if plain:
+                drawn = ax.errorbar(*_with_spread(plain, metric), fmt="o-", capsize=3, label=label, color=color)
+                color = drawn.lines[0].get_color()
+            for point in (p for p in line.variants if metric in p.row.metrics):
+                ax.errorbar(*_with_spread([point], metric), fmt="s", capsize=3, color=color)
+                ax.annotate(point.row.setup, (point.gpus, point.row.metrics[metric].median), fontsize=7,
+                            xytext=(4, 2), textcoords="offset points")
+        ideal = [(n, y) for n in counts if (y := line.ideal(n))]
+        if ideal:
+            rate.plot(*zip(*ideal, strict=True), ":", color=color, linewidth=1)
+    rate.plot([], [], ":", color="grey", label="linear from 1 GPU (ideal)")  # one legend entry for all of them
+    efficiency.axhline(100, color="grey", linestyle=":", linewidth=1, label="linear (ideal)")
+    for ax, ylabel in ((rate, "tokens/s (all GPUs)"), (efficiency, "scaling efficiency (%)")):
+        ax.set_xticks(counts)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    rate.set_title(f"{report.spec.name}: tokens/s against GPUs")
+    efficiency.set_title(f"{report.spec.name}: scaling efficiency against GPUs")
+    return _png(fig)
+
+
+def _with_spread(points, metric: str):
+    """x, y and [below, above] error bars (min to max over repeats) for errorbar()."""
+    ms = [p.row.metrics[metric] for p in points]
+    return [p.gpus for p in points], [m.median for m in ms], [[m.median - m.min for m in ms],
+                                                              [m.max - m.median for m in ms]]

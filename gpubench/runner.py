@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment, summary
+from gpubench import __version__, environment, flops, summary
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
@@ -187,9 +187,16 @@ class Runner:
         return result
 
     def _costed(self, result: SetupResult) -> SetupResult:
+        """An ok result with what the runner adds: cost per unit at the run's price, and achieved FLOP/s as a
+        share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
             result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
+        if result.status == "ok" and flops.METRIC in result.metrics:
+            dtype = result.info.get(flops.DTYPE_INFO) or getattr(self.request.config, "dtype", None)
+            pct = flops.pct_of_peak(result.metrics[flops.METRIC].value, result.device, dtype)
+            if pct is not None:
+                result.metrics[flops.PEAK_METRIC] = Metric(value=pct, unit="%", better="higher")
         return result
 
     def _derive(self, module, repeat: int) -> None:

@@ -61,17 +61,24 @@ class StoredRun:
 
 
 def discover(paths: list[str], on_progress=None) -> list[StoredRun]:
-    """Every run under the given paths: run folders, folders of run folders, or s3://bucket/prefix."""
-    runs = []
+    """Every run under the given paths: run folders, folders holding them at any depth, or s3://bucket/prefix.
+
+    A run kept twice (its run folder, and the records a job's stdout captured beside it) is read once: the
+    copy that finished wins over a partial one.
+    """
+    runs: dict[str, StoredRun] = {}
     for given in paths:
         folders = _fetch_s3(given) if given.startswith("s3://") else _run_folders(Path(given))
         if not folders:
             raise StoredRunError(f"{given}: no gpubench runs there (no {RECORDS_FILE})")
         for index, folder in enumerate(folders, 1):
-            runs.append(load(folder))
+            run = load(folder)
+            kept = runs.get(run.started.run_id)
+            if kept is None or (kept.partial and not run.partial):
+                runs[run.started.run_id] = run
             if on_progress:
                 on_progress(given, index, len(folders))
-    return runs
+    return list(runs.values())
 
 
 def _run_folders(path: Path) -> list[Path]:
@@ -79,7 +86,7 @@ def _run_folders(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise StoredRunError(f"{path}: no such folder")
-    return sorted(p.parent for p in path.glob(f"*/{RECORDS_FILE}"))
+    return sorted(p.parent for p in path.rglob(RECORDS_FILE))
 
 
 def _fetch_s3(url: str) -> list[Path]:

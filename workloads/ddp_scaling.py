@@ -63,6 +63,8 @@ HEADLINE = ["tokens_per_s", "speedup", "scaling_efficiency_pct", "step_ms", "bus
 
 METRICS = {
     "tokens_per_s": MetricDef("tokens/s", "higher", "training tokens per second over all GPUs: the study's headline"),
+    "achieved_tflops": MetricDef(
+        "TFLOP/s", "higher", "per GPU: tokens_per_s / GPUs x one micro-batch's counted FLOPs per token"),
     "step_ms": MetricDef("ms", "lower", "median optimizer step"),
     "step_ms_p90": MetricDef("ms", "lower", "90th-percentile optimizer step"),
     "gradient_mb_per_step": MetricDef("MB", "lower", "what each rank all-reduces per optimizer step"),
@@ -212,6 +214,8 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
         if on_cuda:
             torch.cuda.synchronize()
 
+    report("count_flops")
+    flops_per_token = count_step_flops(ddp, next_batch) / (config.micro_batch * config.seq_len)
     for i in range(config.warmup_steps):
         step()
         report("warmup", done=i + 1, total=config.warmup_steps)
@@ -228,8 +232,10 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
 
     median_ms = statistics.median(step_ms)
     tokens_per_step = group.world_size * config.micro_batch * config.seq_len * recipe.accum
+    tokens_per_s = tokens_per_step / (median_ms / 1000)
     metrics = {
-        "tokens_per_s": tokens_per_step / (median_ms / 1000),
+        "tokens_per_s": tokens_per_s,
+        "achieved_tflops": tokens_per_s / group.world_size * flops_per_token / 1e12,
         "step_ms": median_ms,
         "step_ms_p90": percentile(step_ms, 90),
         "params_m": params / 1e6,
@@ -247,6 +253,8 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
         "accumulation": recipe.accum,
         "comm_hook": "bf16_compress_hook" if recipe.bf16_hook else None,
         "tokens_per_step": tokens_per_step,
+        "compute_dtype": "bfloat16",
+        "flops_per_token": flops_per_token,
         "step_ms_all": [round(ms, 3) for ms in step_ms],
         "replicas_in_sync": _replicas_in_sync(ddp.module, dist, device),
         "cost_note": COST_NOTE,
@@ -281,6 +289,17 @@ def accumulate(ddp, accum: int, next_batch) -> None:
             with torch.autocast(device_type, dtype=torch.bfloat16):
                 loss = next_token_loss(ddp, batch) / accum
             loss.backward()
+
+
+def count_step_flops(ddp, next_batch) -> int:
+    """One micro-batch's forward and backward FLOPs on this rank (no all-reduce: every rank counts its own)."""
+    from gpubench import flops
+
+    with ddp.no_sync():
+        counted = flops.count(lambda: accumulate(ddp, 1, next_batch))
+    for p in ddp.parameters():
+        p.grad = None
+    return counted
 
 
 def _bf16_compress_any_backend(process_group, bucket):

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpubench import flops
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -83,7 +84,12 @@ METRICS = {
     "tuned_usd_per_1M_passages": MetricDef(
         "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price"),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
+    "achieved_tflops": MetricDef(
+        "TFLOP/s", "higher", "passages_per_s x counted encoder FLOPs per passage (padding included, as executed)"),
+    "gpu_only_tflops": MetricDef("TFLOP/s", "higher", "the same at the model-only speed (gpu_only_passages_per_s)"),
 }
+
+FLOP_COUNT_BATCHES = 4  # the passages are generated to one length, so a few batches give the per-passage count
 
 SETUPS = {f"bge-{size}-{seq}": (size, seq) for size in ("small", "base", "large") for seq in (128, 512)}
 
@@ -114,7 +120,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
     on_cuda = device.startswith("cuda")
     dtype = config.dtype if on_cuda else "float32"
-    ctx.info.update(cpu_facts(), device=device, dtype=dtype, seq_len=seq_len)
+    ctx.info.update(cpu_facts(), device=device, dtype=dtype, compute_dtype=dtype, seq_len=seq_len)
 
     with tempfile.TemporaryDirectory(prefix="gpubench-embed-") as scratch:
         ctx.progress("build_model")
@@ -136,6 +142,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     per_passage = metrics["tokens_per_passage"]
     for prefix in ("", "gpu_only_", "tuned_"):
         metrics[f"{prefix}tokens_per_s"] = metrics[f"{prefix}passages_per_s"] * per_passage
+    metrics["achieved_tflops"] = metrics["passages_per_s"] * ctx.info["flops_per_passage"] / 1e12
     metrics["host_bound_share"] = 1 - metrics["passages_per_s"] / metrics["gpu_only_passages_per_s"]
     metrics["tuned_gain"] = metrics["tuned_passages_per_s"] / metrics["passages_per_s"]
     metrics["tuned_vs_gpu_only"] = metrics["tuned_passages_per_s"] / metrics["gpu_only_passages_per_s"]
@@ -181,6 +188,10 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
         features = preprocess(model, texts[start:start + config.batch_size])
         batches.append({k: v.to(device) if torch.is_tensor(v) else v for k, v in features.items()})
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+    counted = batches[:FLOP_COUNT_BATCHES]
+    with torch.inference_mode():
+        ctx.progress("count_flops")
+        per_passage = flops.count(lambda: [model(b) for b in counted]) / sum(len(b["input_ids"]) for b in counted)
     ctx.progress("timed", message="GPU only")
     with torch.inference_mode():
         model(batches[0])
@@ -191,7 +202,10 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
                 model(features)
             done += len(texts)
             sync(torch, on_cuda)  # the clock is read after the GPU finished, not when the launches were queued
-    return {"gpu_only_passages_per_s": done / (time.perf_counter() - t0), "tokens_per_passage": tokens / len(texts)}
+    ctx.info["flops_per_passage"] = per_passage
+    rate = done / (time.perf_counter() - t0)
+    return {"gpu_only_passages_per_s": rate, "tokens_per_passage": tokens / len(texts),
+            "gpu_only_tflops": rate * per_passage / 1e12}
 
 
 def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:

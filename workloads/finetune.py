@@ -114,6 +114,8 @@ METRICS = {
     "trainable_pct": MetricDef("%", None, "trainable parameters as a share of the model's"),
     "train_s": MetricDef("s", "lower", "wall time of the timed training steps"),
     "tokens_per_s": MetricDef("tokens/s", "higher", "training tokens processed per second: the study's headline"),
+    "achieved_tflops": MetricDef(
+        "TFLOP/s", "higher", "counted forward + backward FLOPs per padded token x padded tokens trained / train_s"),
     "train_tokens": MetricDef("tokens", None, "tokens processed in the timed steps"),
     "peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory allocated by torch (an oom row when it does not fit)"),
     "peak_rss_gib": MetricDef("GiB", "lower", "peak resident host memory of the worker process"),
@@ -220,7 +222,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     train_batches = list(data.micro_batches(train, micro, pad_id))
     heldout_batches = list(data.micro_batches(heldout, micro, pad_id))
-    ctx.info.update(info, method=method, micro_batch=micro, accumulation=accumulation, steps=config.steps,
+    ctx.info.update(info, method=method, compute_dtype="bfloat16", micro_batch=micro, accumulation=accumulation,
+                    steps=config.steps,
                     memory_limit_gib=(config.memory_limit_gib or None) if on_cuda else None)
 
     with ExitStack() as stack:
@@ -249,11 +252,13 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         ctx.progress("train", done=0, total=config.steps)
         model.train()
         sync()
+        computed = 0  # padded tokens through forward and backward
         t0 = time.perf_counter()
         for step in range(config.steps):
             for batch in train_batches[step * accumulation:(step + 1) * accumulation]:
                 if not (batch["labels"][:, 1:] != data.IGNORE).any():
                     continue  # every answer token cut at max_len: no loss to take
+                computed += batch["input_ids"].numel()
                 batch = {k: v.to(device) for k, v in batch.items()}
                 with autocast():
                     loss = model(**batch).loss
@@ -267,6 +272,10 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         sync()
         train_s = time.perf_counter() - t0
         peak = torch.cuda.max_memory_allocated(device) / GIB if on_cuda else None
+        ctx.progress("count_flops")
+        flops_per_token = count_flops_per_token(model, train_batches, device, autocast)
+        ctx.info["flops_per_token"] = flops_per_token
+        opt.zero_grad(set_to_none=True)
 
         ctx.progress("eval_after", total=len(heldout_batches))
         loss_after = heldout_loss(model, heldout_batches, device, autocast)
@@ -280,6 +289,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         "trainable_pct": 100.0 * trainable / total,
         "train_s": train_s,
         "tokens_per_s": tokens / train_s,
+        "achieved_tflops": flops_per_token * computed / train_s / 1e12,
         "train_tokens": tokens,
         "eval_loss_before": loss_before,
         "eval_loss_after": loss_after,
@@ -290,6 +300,25 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     else:
         metrics["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
     return metrics
+
+
+FLOP_COUNT_BATCHES = 4
+
+
+def count_flops_per_token(model, batches, device: str, autocast) -> float:
+    """Counted forward + backward FLOPs per padded token over a few training micro-batches (padding is
+    computed like any token; LoRA's frozen weights get no weight gradient, which the count shows)."""
+    from gpubench import flops
+
+    sample = batches[:FLOP_COUNT_BATCHES]
+
+    def steps():
+        for batch in sample:
+            with autocast():
+                loss = model(**{k: v.to(device) for k, v in batch.items()}).loss
+            loss.backward()
+
+    return flops.count(steps) / sum(batch["input_ids"].numel() for batch in sample)
 
 
 def heldout_loss(model, batches, device: str, autocast) -> float:

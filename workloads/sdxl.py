@@ -91,6 +91,8 @@ METRICS = {
     "compile_s": MetricDef("s", "lower", "the first compiled call, as the study measured it"),
     "load_s": MetricDef("s", "lower", "pipeline load (or random build) and move to the device"),
     "unet_params_m": MetricDef("M params", None, "UNet parameters, millions"),
+    "achieved_tflops": MetricDef(
+        "TFLOP/s", "higher", "counted FLOPs per image (UNet steps, text encoders, VAE decode) / s_per_image"),
     # derive(): compiled against eager at the same batch, and batch 4 against batch 1
     "saved_s_per_image": MetricDef("s", "higher", "eager s_per_image minus compiled, at the same batch"),
     "time_saved_pct": MetricDef("%", "higher", "saved_s_per_image as a share of eager s_per_image"),
@@ -166,6 +168,8 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     pipe.set_progress_bar_config(disable=True)
     unet_params = sum(p.numel() for p in pipe.unet.parameters())
 
+    ctx.progress("count_flops")
+    flops_per_image = count_flops_per_image(pipe, config, batch)
     if use_compile:
         if config.channels_last:
             pipe.unet.to(memory_format=torch.channels_last)
@@ -197,7 +201,8 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
 
     ctx.info.update(weights)
     ctx.info.update({
-        "device": device, "dtype": config.dtype, "batch": batch, "timed_images": images,
+        "device": device, "dtype": config.dtype, "compute_dtype": config.dtype, "flops_per_image": flops_per_image,
+        "batch": batch, "timed_images": images,
         "warmup_generations": config.warmup_generations, "scheduler": type(pipe.scheduler).__name__,
         "resolution": f"{config.width}x{config.height}", "steps": config.steps, "diffusers": diffusers.__version__,
         "torch": torch.__version__,
@@ -216,6 +221,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         "images_per_s": 1 / s_per_image,
         "load_s": load_s,
         "unet_params_m": unet_params / 1e6,
+        "achieved_tflops": flops_per_image / s_per_image / 1e12,
     }
     if warmups:
         metrics["warmup_s"] = warmups[0]
@@ -226,6 +232,19 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     else:
         metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
     return metrics
+
+
+def count_flops_per_image(pipe, config: Config, batch: int) -> float:
+    """Counted FLOPs of one image at the timed shapes. Every denoising step is the same UNet call, so a
+    1-step and a 2-step generation give the per-step FLOPs and the rest (text encoders, VAE decode)."""
+    from gpubench import flops
+
+    def generate(steps: int):
+        return lambda: pipe(config.prompt, num_inference_steps=steps, height=config.height, width=config.width,
+                            guidance_scale=config.guidance_scale, num_images_per_prompt=batch)
+
+    one, two = flops.count(generate(1)), flops.count(generate(2))
+    return (one + (config.steps - 1) * (two - one)) / batch
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
