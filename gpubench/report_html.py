@@ -122,10 +122,12 @@ def _bar_axes(report: WorkloadReport, metric: str):
 def _flops_bars(report: WorkloadReport) -> str:
     """Achieved TFLOP/s per setup and GPU, each GPU's dense datasheet peak for the dtype drawn as a line."""
     fig, ax, colors = _bar_axes(report, flops.METRIC)
-    peaks = {(row.gpu, row.dtype): peak for row in report.rows if flops.METRIC in row.metrics
-             if (peak := datasheet_peak(row))}
-    for (gpu, dtype), peak in peaks.items():
-        ax.axhline(peak, color=colors[gpu], linestyle="--", linewidth=1,
+    peaks = {}  # one line per GPU class and dtype, in the colour of its first bars
+    for row in report.rows:
+        if flops.METRIC in row.metrics and (peak := datasheet_peak(row)):
+            peaks.setdefault((row.gpu, row.dtype), (peak, colors[row.label]))
+    for (gpu, dtype), (peak, color) in peaks.items():
+        ax.axhline(peak, color=color, linestyle="--", linewidth=1,
                    label=f"{gpu} {flops.PEAK_DTYPES.get(dtype or '', dtype)} peak {peak:g}")
     ax.set_title(f"{report.spec.name}: achieved TFLOP/s against the dense datasheet peak")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
