@@ -25,13 +25,11 @@ Differences from the study, on purpose:
 
 from __future__ import annotations
 
-import os
 import resource
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 
+from gpubench import compile_cache
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads import sdxl_components
 from gpubench.workloads.sdxl_components import ARCHITECTURES, BASE_REPO, VAE_REPO
@@ -122,20 +120,8 @@ def weights_for(setup: str, config: Config) -> list[str]:
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     use_compile, batch = SETUPS[setup]
-    cache = _fresh_compile_cache() if use_compile and config.cold_compile_cache else None
-    try:
+    with compile_cache.fresh(use_compile and config.cold_compile_cache) as cache:
         return _measure(setup, use_compile, batch, config, ctx, cache)
-    finally:
-        if cache:
-            shutil.rmtree(cache, ignore_errors=True)
-
-
-def _fresh_compile_cache() -> str:
-    """Point inductor and Triton at an empty folder, before torch is imported, so nothing compiled earlier is reused."""
-    cache = tempfile.mkdtemp(prefix="gpubench-sdxl-compile-")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
-    return cache
 
 
 def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: SetupContext,

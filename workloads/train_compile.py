@@ -14,6 +14,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from gpubench import compile_cache
 from gpubench.stats import percentile
 from gpubench.workload import MetricDef, SetupContext
 
@@ -33,6 +34,7 @@ class Config:
     dtype: str = "bfloat16"
     device: str = "auto"  # cuda when available, else cpu
     compile_mode: str = "default"  # the study tested torch.compile's default mode only
+    cold_compile_cache: bool = True  # fresh inductor/Triton cache per compiled setup: first_step_s as on a new host
     seed: int = 0
 
 
@@ -83,6 +85,12 @@ def build_model(config: Config, attn: str, device: str):
 
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
+    use_compile, _ = SETUPS[setup]
+    with compile_cache.fresh(use_compile and config.cold_compile_cache):
+        return _measure(setup, config, ctx)
+
+
+def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     import torch
 
     use_compile, attn = SETUPS[setup]
