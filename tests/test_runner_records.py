@@ -127,3 +127,14 @@ def test_what_a_person_reads_of_one_result():
     oom = SetupResult(run_id="r", setup="b", repeat=1, status="oom", error="OutOfMemoryError: CUDA out of memory")
     assert describe(oom) == "  b: OOM OutOfMemoryError: CUDA out of memory"
     assert describe(SetupResult(run_id="r", setup="c", repeat=1, status="skipped")) == "  c: SKIPPED"
+
+
+def test_workers_never_import_from_the_working_directory(tmp_path, monkeypatch):
+    # A gpubench source tree in the folder a run starts from is not the installed package (its workloads/ is
+    # not gpubench/workloads/): the worker must import the installed one.
+    decoy = tmp_path / "gpubench"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('a source tree, not the installed package')\n")
+    monkeypatch.chdir(tmp_path)
+    finished, folder, _ = run(tmp_path, WORKLOADS.get("first-matmul"), 1, [])
+    assert finished.status == "ok", (folder / "run.log").read_text()[-500:]

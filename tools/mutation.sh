@@ -28,12 +28,12 @@ declare -A FILE=(
 declare -A TESTS=(
   [schema]="tests/test_schema.py tests/test_schema_summary_stats.py tests/test_schema_record_lines.py tests/test_worker_groups.py tests/test_summary_table.py"
   [stores]="tests/test_store_s3_verify.py tests/test_store_local.py"
-  [runner]="tests/test_schema_summary_stats.py tests/test_worker_groups.py tests/test_runner_records.py"
+  [runner]="tests/test_schema_summary_stats.py tests/test_worker_groups.py tests/test_runner_records.py tests/test_runner_groups.py"
   [worker]="tests/test_worker_oom.py tests/test_worker_records.py tests/test_worker_ranks.py tests/test_worker_groups.py tests/test_run_failures.py"
   [ingest]="tests/test_ingest_record_stream.py tests/test_launch_combined_output.py tests/test_launch_job_basic.py"
-  [follow]="tests/test_launch_follow_errors.py tests/test_launch_combined_output.py tests/test_launch_follow_resume.py tests/test_launch_run_commands.py"
-  [plan]="tests/test_launch_dry_run.py tests/test_launch_bad_input.py tests/test_launch_job_basic.py"
-  [results]="tests/test_launch_job_basic.py tests/test_launch_limits.py"
+  [follow]="tests/test_launch_follow_errors.py tests/test_launch_follow_reader.py tests/test_launch_combined_output.py tests/test_launch_follow_resume.py tests/test_launch_run_commands.py"
+  [plan]="tests/test_launch_plan_gpus.py tests/test_launch_plan_job.py tests/test_launch_dry_run.py tests/test_launch_bad_input.py tests/test_launch_job_basic.py"
+  [results]="tests/test_launch_results_folder.py tests/test_launch_job_basic.py tests/test_launch_limits.py"
 )
 ORDER=(schema stores runner worker ingest follow plan results)
 modules=("$@")
