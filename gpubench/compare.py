@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpubench.schema import MetricSummary
 from gpubench.stored import StoredRun
 
+NOISE_FLOOR = 0.05  # --noise's default
 Verdict = Literal["better", "worse", "within noise", "changed"]
 
 
@@ -30,7 +32,7 @@ class Row:
         return self.b / self.a if self.a else None
 
 
-def compare(a: StoredRun, b: StoredRun, floor: float = 0.05) -> list[Row]:
+def compare(a: StoredRun, b: StoredRun, floor: float = NOISE_FLOOR) -> list[Row]:
     if a.workload != b.workload:
         raise ValueError(f"cannot compare a {a.workload} run with a {b.workload} run")
     directions = {**a.directions(), **b.directions()}
@@ -44,10 +46,15 @@ def compare(a: StoredRun, b: StoredRun, floor: float = 0.05) -> list[Row]:
             mb = sb.metrics.get(name)
             if mb is None:
                 continue
-            noise = max(floor, 2 * max(ma.cv or 0, mb.cv or 0))
-            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, noise,
-                            verdict(ma.median, mb.median, noise, directions.get(name))))
+            gap = noise(ma, mb, floor=floor)
+            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap,
+                            verdict(ma.median, mb.median, gap, directions.get(name))))
     return rows
+
+
+def noise(*summaries: MetricSummary, floor: float = NOISE_FLOOR) -> float:
+    """The relative difference the numbers cannot tell apart: twice the larger CV, never under the floor."""
+    return max(floor, 2 * max((s.cv or 0) for s in summaries))
 
 
 def verdict(a: float, b: float, noise: float, better: str | None) -> Verdict:

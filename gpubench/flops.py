@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 
 from gpubench import reference
+from gpubench.schema import Metric
 
 METRIC = "achieved_tflops"
 PEAK_METRIC = "pct_of_peak"
@@ -59,3 +60,16 @@ def pct_of_peak(tflops: float, device_name: str | None, dtype: str | None) -> fl
     peak = reference.peak_for(device_name) if device_name else None
     top = peak.tflops.get(PEAK_DTYPES.get(dtype or "", "")) if peak else None
     return 100 * tflops / top if top else None
+
+
+def compute_dtype(info: dict | None, config_dtype: object = None) -> str | None:
+    """The dtype a result's matmuls ran in: what the workload said in its info, else the run config's dtype."""
+    dtype = (info or {}).get(DTYPE_INFO) or config_dtype
+    return str(dtype) if dtype else None
+
+
+def peak_share(metrics: dict[str, Metric], device_name: str | None, dtype: str | None) -> Metric | None:
+    """The pct_of_peak metric for a result's achieved_tflops; None when it has none or the peak is unknown."""
+    achieved = metrics.get(METRIC)
+    pct = pct_of_peak(achieved.value, device_name, dtype) if achieved else None
+    return Metric(value=pct, unit="%", better="higher") if pct is not None else None

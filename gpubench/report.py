@@ -15,12 +15,11 @@ from types import ModuleType
 from gpubench import compare, flops, reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.registry import UnknownName
-from gpubench.schema import Metric, MetricSummary, SetupResult, summarize
+from gpubench.schema import MetricSummary, SetupResult, summarize
 from gpubench.stored import StoredRun
 from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
-NOISE_FLOOR = 0.05  # compare's default --noise: single runs carry no spread, and the studies call <5% noise
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
 
 
@@ -125,20 +124,18 @@ def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupRes
 
 
 def _compute_dtype(run: StoredRun, result: SetupResult) -> str | None:
-    dtype = (result.info or {}).get(flops.DTYPE_INFO) or run.started.config.get("dtype")
-    return str(dtype) if dtype else None
+    return flops.compute_dtype(result.info, run.started.config.get("dtype"))
 
 
 def _with_peak(run: StoredRun, result: SetupResult) -> SetupResult:
     """A result with pct_of_peak as the runner adds it, for runs stored before it did (achieved TFLOP/s only)."""
-    achieved = result.metrics.get(flops.METRIC)
-    if achieved is None or flops.PEAK_METRIC in result.metrics:
+    if flops.PEAK_METRIC in result.metrics:
         return result
-    pct = flops.pct_of_peak(achieved.value, run.gpu, _compute_dtype(run, result))
-    if pct is None:
+    share = flops.peak_share(result.metrics, run.gpu, _compute_dtype(run, result))
+    if share is None:
         return result
     result = result.model_copy(deep=True)
-    result.metrics[flops.PEAK_METRIC] = Metric(value=pct, unit="%", better="higher")
+    result.metrics[flops.PEAK_METRIC] = share
     return result
 
 
@@ -146,11 +143,6 @@ def datasheet_peak(row: Row) -> float | None:
     """The dense peak TFLOP/s that the row's "of peak" is a share of: its GPU class at its compute dtype."""
     peak = reference.peak_for(row.gpu)
     return peak.tflops.get(flops.PEAK_DTYPES.get(row.dtype or "", "")) if peak else None
-
-
-def noise(*summaries: MetricSummary) -> float:
-    """The relative difference the numbers cannot tell apart: twice the larger CV, never under the floor."""
-    return max(NOISE_FLOOR, 2 * max((s.cv or 0) for s in summaries))
 
 
 def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
@@ -187,7 +179,7 @@ def vs_post(report: WorkloadReport, row: Row) -> str:
         if published and metric in row.metrics and published.value:
             ours = row.metrics[metric]
             post = f"{fmt(published.value)} ({published.gpu})"
-            if compare.verdict(published.value, ours.median, noise(ours), None) == "within noise":
+            if compare.verdict(published.value, ours.median, compare.noise(ours), None) == "within noise":
                 return f"within noise of {post}"
             return f"{ours.median / published.value:.2f}x of {post}"
     return ""
@@ -222,7 +214,7 @@ def standings(report: WorkloadReport) -> list[Standing]:
         if rival is None:  # one GPU (in one config or several): nothing to rank
             continue
         best, second = rows[0].metrics[metric], rival.metrics[metric]
-        gap = noise(best, second)
+        gap = compare.noise(best, second)
         beyond = compare.verdict(second.median, best.median, gap, report.better[metric]) == "better"
         out.append(Standing(setup, rows[0], rival, gap, beyond))
     return out

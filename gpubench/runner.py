@@ -192,11 +192,11 @@ class Runner:
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
             result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
-        if result.status == "ok" and flops.METRIC in result.metrics:
-            dtype = result.info.get(flops.DTYPE_INFO) or getattr(self.request.config, "dtype", None)
-            pct = flops.pct_of_peak(result.metrics[flops.METRIC].value, result.device, dtype)
-            if pct is not None:
-                result.metrics[flops.PEAK_METRIC] = Metric(value=pct, unit="%", better="higher")
+        if result.status == "ok":
+            dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
+            share = flops.peak_share(result.metrics, result.device, dtype)
+            if share is not None:
+                result.metrics[flops.PEAK_METRIC] = share
         return result
 
     def _derive(self, module, repeat: int) -> None:

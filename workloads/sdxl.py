@@ -162,8 +162,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         pipe.unet = torch.compile(pipe.unet, fullgraph=True, backend=config.compile_backend, mode=config.compile_mode)
 
     def generate():
-        pipe(config.prompt, num_inference_steps=config.steps, height=config.height, width=config.width,
-             guidance_scale=config.guidance_scale, num_images_per_prompt=batch)
+        _generate(pipe, config, batch, config.steps)
 
     if on_cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -225,12 +224,14 @@ def count_flops_per_image(pipe, config: Config, batch: int) -> float:
     1-step and a 2-step generation give the per-step FLOPs and the rest (text encoders, VAE decode)."""
     from gpubench import flops
 
-    def generate(steps: int):
-        return lambda: pipe(config.prompt, num_inference_steps=steps, height=config.height, width=config.width,
-                            guidance_scale=config.guidance_scale, num_images_per_prompt=batch)
-
-    one, two = flops.count(generate(1)), flops.count(generate(2))
+    one, two = (flops.count(lambda steps=steps: _generate(pipe, config, batch, steps)) for steps in (1, 2))
     return (one + (config.steps - 1) * (two - one)) / batch
+
+
+def _generate(pipe, config: Config, batch: int, steps: int) -> None:
+    """One pipeline call: `batch` images of the configured prompt and size, `steps` denoising steps."""
+    pipe(config.prompt, num_inference_steps=steps, height=config.height, width=config.width,
+         guidance_scale=config.guidance_scale, num_images_per_prompt=batch)
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
