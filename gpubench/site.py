@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
@@ -304,12 +304,15 @@ class StudyPage:
             points = [(run.started.ts, _points(run, metrics)) for run in s.runs]
             flags = sorted({(run.started.ts, c.setup, c.metric, c.verdict) for run, found in s.changes for c in found})
             name = f"plots/{spec.name}-{_hash(s.label, metrics, units, points, flags)}.png"
+            parts.append(f"<h3>{html.escape(s.label)}</h3>")
+            if not any(by_setup for _, by_setup in points):
+                parts.append("<p>No ok results to draw: see the table and the runs below.</p>")
+                continue
             if not (out / name).is_file():  # named by its inputs: an unchanged plot is not drawn again
-                _history_plot(out / name, f"{spec.name} on {s.label}", [(m, units.get(m, "")) for m in metrics],
-                              points, flags)
+                _history_plot(out / name, [(m, units.get(m, "")) for m in metrics], points, flags)
                 built.plots.append(name)
             plots.append(name)
-            parts.append(f"<h3>{html.escape(s.label)}</h3><img src='{name}' alt='history of {html.escape(s.label)}'>")
+            parts.append(f"<img src='{name}' alt='history of {html.escape(s.label)}'>")
         parts.append("<h2>Changes beyond noise, each run against the previous run of its series</h2>")
         change_rows = [[r.started.ts[:16].replace("T", " "), s.label, r.started.run_id, c.setup,
                         f"{c.metric} ({c.unit})", fmt(c.a), fmt(c.b), f"{c.ratio:.3f}" if c.ratio else "",
@@ -346,10 +349,11 @@ def history_metrics(table: report.WorkloadReport) -> list[str]:
 
 
 def _points(run: stored.StoredRun, metrics: list[str]) -> dict:
-    return {s.setup: {m: s.metrics[m].median for m in metrics if m in s.metrics} for s in run.summary()}
+    return {s.setup: {m: s.metrics[m].median for m in metrics if m in s.metrics} for s in run.summary()
+            if any(m in s.metrics for m in metrics)}
 
 
-def _history_plot(path: Path, title: str, metrics: list[tuple[str, str]], points: list[tuple[str, dict]],
+def _history_plot(path: Path, metrics: list[tuple[str, str]], points: list[tuple[str, dict]],
                   flags: list[tuple[str, str, str, str]]) -> None:
     """Per metric, one line per setup over the runs' times, changes beyond noise marked (red worse, green better)."""
     from matplotlib.dates import ConciseDateFormatter
@@ -376,6 +380,9 @@ def _history_plot(path: Path, title: str, metrics: list[tuple[str, str]], points
                           if verdicts.get((ts, setup, metric)) == verdict]
                 if marked:
                     ax.plot(*zip(*marked, strict=True), style, markersize=10, fillstyle="none", markeredgewidth=2)
+        times = [datetime.fromisoformat(ts.replace("Z", "+00:00")) for ts, _ in points]
+        if min(times) == max(times):  # one run: a day either side, not the years matplotlib picks
+            ax.set_xlim(min(times) - timedelta(days=1), max(times) + timedelta(days=1))
         ax.set_title(f"{metric} ({unit})" if unit else metric, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_formatter(ConciseDateFormatter(ax.xaxis.get_major_locator()))
@@ -385,8 +392,7 @@ def _history_plot(path: Path, title: str, metrics: list[tuple[str, str]], points
     handles += [Line2D([], [], color="r", marker="v", linestyle="", fillstyle="none", label="worse than before"),
                 Line2D([], [], color="g", marker="^", linestyle="", fillstyle="none", label="better than before")]
     fig.legend(handles=handles, fontsize=7, loc="outside right upper")
-    fig.suptitle(title, fontsize=10)
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=96)
 
 
 def _head(title: str) -> str:
@@ -400,7 +406,8 @@ def _table(header: list[str], rows: list[list[str]], raw: int | None = None, fla
     for cells in rows:
         tds = []
         for i, c in enumerate(cells):
-            css = f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c) else ""
+            css = (f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c)
+                   else " class='long'" if len(c) > 40 and i != raw else "")
             tds.append(f"<td{css}>{c if i == raw else html.escape(c)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</table></div>")
