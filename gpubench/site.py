@@ -14,9 +14,11 @@ the index, and a plot only when its inputs changed (plots are named by the hash 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -62,7 +64,8 @@ class Built:
 
 def build(sources: list[str], out: Path) -> Built:
     """Build or update the site in `out` from the runs under `sources` (folders or s3:// prefixes)."""
-    listing = {s.key: s for given in sources for s in list_sources(given)}
+    inside = str(out.resolve()) + os.sep  # the site's own copies of runs are no source of runs
+    listing = {s.key: s for given in sources for s in list_sources(given) if not s.key.startswith(inside)}
     manifest = _manifest(out)
     known: dict[str, dict] = manifest["runs"]
     changed = [key for key, s in listing.items() if known.get(key, {}).get("stamp") != s.stamp]
@@ -180,6 +183,7 @@ def _s3_sources(url: str) -> list[Source]:
 
     def fetch(key: str) -> Path:
         folder = Path(tempfile.mkdtemp(prefix="gpubench-site-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
         for name in (RECORDS_FILE, CONFIG_FILE):
             sibling = key.rsplit("/", 1)[0] + "/" + name
             if sibling in objects:
@@ -262,8 +266,13 @@ class StudyPage:
         self.runs = sorted((stored.from_lines(Path(run_id), entry["records"]) for run_id, entry in kept.items()),
                            key=_when)
 
+    def variants(self) -> dict[int, str]:
+        """Each run's differing config fields, among runs of its kind: smoke runs differ from full ones anyway."""
+        return {**report.config_variants([r for r in self.runs if not r.started.smoke]),
+                **report.config_variants([r for r in self.runs if r.started.smoke])}
+
     def series(self) -> list[Series]:
-        variant = report.config_variants(self.runs)
+        variant = self.variants()
         groups: dict[tuple, list[stored.StoredRun]] = {}
         for run in self.runs:
             groups.setdefault((run.gpu, variant[id(run)], run.price_usd_per_hour or 0, run.started.smoke), []
@@ -284,7 +293,7 @@ class StudyPage:
     def render(self, out: Path, built: Built) -> tuple[str, list[str], dict]:
         spec = self.spec
         series = self.series()
-        variant = report.config_variants(self.runs)
+        variant = self.variants()
         latest = [s.runs[-1] for s in series]
         table = report._workload_report(spec, latest, {id(run): variant[id(run)] for run in latest})
         header, rows = report.table(table)

@@ -205,3 +205,11 @@ def test_chromium_renders_the_pages_into_pictures_that_are_not_blank(tmp_path, p
     not_white = (pixels.sum(axis=2) < 2.9).mean()
     colours = len({tuple(p) for p in (pixels[::4, ::4] * 255).astype(int).reshape(-1, 3)})
     assert not_white > 0.01 and colours > 20, (not_white, colours)
+
+
+def test_a_site_kept_inside_its_source_folder_is_not_read_as_runs(tmp_path):
+    history(tmp_path / "store", [1000, 1001])
+    out = tmp_path / "store" / "site"
+    first = site.build([str(tmp_path / "store")], out)
+    again = site.build([str(tmp_path / "store")], out)
+    assert len(first.read) == 2 and again.read == [] and again.rendered == []
