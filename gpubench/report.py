@@ -23,6 +23,7 @@ from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
+REASON_CHARS = 120  # an error's one line in a table cell; the whole line stays in the run's records
 
 
 @dataclass
@@ -181,9 +182,13 @@ def status_cell(row: Row) -> str:
     """"ok", "ok (smoke run)", "error: CUDA out of memory ... (partial run)": what a person must know of the row."""
     status = row.status
     if row.status != "ok" and row.reasons:
-        status = "; ".join(reason.replace("|", "/") for reason in row.reasons)
+        status = "; ".join(_shortened(reason.replace("|", "/")) for reason in row.reasons)
     notes = [note for note, on in (("smoke run", row.smoke), ("partial run", row.partial)) if on]
     return status + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _shortened(reason: str, most: int = REASON_CHARS) -> str:
+    return reason if len(reason) <= most else reason[:most - 1].rstrip() + "…"
 
 
 SMOKE_NOTE = "Rows marked smoke run come from --smoke runs: they test the code path at a tiny size; not a benchmark."

@@ -75,15 +75,16 @@ def test_error_rows_carry_their_reason_and_smoke_runs_are_said_to_be_smoke(tmp_p
                                                                            '"setups":["eager-sdpa","compile-sdpa"]')
     run_id = records[0].split('"run_id":"')[1].split('"')[0]
     failed = SetupResult(run_id=run_id, setup="compile-sdpa", repeat=1, status="error",
-                         error="RuntimeError: Triton | inductor found no C compiler")
+                         error="RuntimeError: Triton | inductor found no C compiler" + " (details)" * 20)
     (folder / "results.jsonl").write_text("\n".join([*records[:-1], to_line(failed), records[-1]]) + "\n")
     write_run(tmp_path / "runs" / "full", "NVIDIA L40S", 0.54, [("eager-sdpa", 33581, 100)], config={"steps": 20})
     result = gpubench("report", str(tmp_path / "runs"), cwd=tmp_path)
     assert result.code == 0, result.stderr
     rows = {(row["GPU"], row["setup"]): row for row in table_rows(result.stdout)}
     assert rows[("cpu (steps=2)", "eager-sdpa")]["status"] == "ok (smoke run)"
-    assert rows[("cpu (steps=2)", "compile-sdpa")]["status"] == ("error: RuntimeError: Triton / inductor found no C "
-                                                                 "compiler (smoke run)")
+    failed_cell = rows[("cpu (steps=2)", "compile-sdpa")]["status"]
+    assert failed_cell.startswith("error: RuntimeError: Triton / inductor found no C compiler (details)")
+    assert failed_cell.endswith("… (smoke run)") and len(failed_cell) <= 120 + len(" (smoke run)")
     assert rows[("NVIDIA L40S (steps=20)", "eager-sdpa")]["status"] == "ok"
     assert "Rows marked smoke run come from --smoke runs" in result.stdout
 
