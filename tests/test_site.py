@@ -213,3 +213,24 @@ def test_a_site_kept_inside_its_source_folder_is_not_read_as_runs(tmp_path):
     first = site.build([str(tmp_path / "store")], out)
     again = site.build([str(tmp_path / "store")], out)
     assert len(first.read) == 2 and again.read == [] and again.rendered == []
+
+
+def test_the_site_of_the_stored_h200_runs_opens_offline(tmp_path):
+    """The real H200 runs in benchmarks/results: every page and picture is local, every study there has a page."""
+    import json
+
+    results = Path(__file__).parents[1] / "benchmarks" / "results"
+    out = tmp_path / "site"
+    result = gpubench("site", str(results), "--out", str(out), cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    workloads = {json.loads(line)["workload"] for f in results.rglob("results.jsonl")
+                 for line in f.read_text().splitlines()[:1]}
+    assert {p.stem for p in out.glob("*.html")} == workloads | {"index"}
+    index = (out / "index.html").read_text()
+    assert all(f"<a href='{w}.html'>" in index for w in workloads) and "NVIDIA H200" in index
+    for page in out.glob("*.html"):
+        text = page.read_text()
+        for target in re.findall(r"(?:src|href)\s*=\s*['\"]([^'\"]+)", text):
+            assert (out / target).is_file(), (page.name, target)  # nothing from the network: all in the site
+    # an error's text may name a URL (the hub it could not reach); it is text in a cell, never fetched
+    assert "url(" not in (out / "site.css").read_text() and "@import" not in (out / "site.css").read_text()
