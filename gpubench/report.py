@@ -75,10 +75,10 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
         except UnknownName as exc:
             raise ValueError(f"{run.path}: {exc}") from None
         by_workload.setdefault(run.workload, []).append(run)
-    return [_workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
+    return [workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
 
 
-def _workload_report(spec: WorkloadSpec, runs: list[StoredRun], variant: dict[int, str] | None = None
+def workload_report(spec: WorkloadSpec, runs: list[StoredRun], variant: dict[int, str] | None = None
                       ) -> WorkloadReport:
     """The workload's rows; `variant` labels each run's config (by id(run)) when the caller chose the labels."""
     module = load_module(spec)

@@ -107,7 +107,6 @@ def build(sources: list[str], out: Path) -> Built:
         for run_id in {known[k]["run_id"] for k in gone if known[k]["workload"] == workload} - set(kept):
             shutil.rmtree(out / "runs" / _safe(run_id), ignore_errors=True)
         _write(out / "data" / f"{workload}.json", json.dumps(kept, sort_keys=True))
-        page = StudyPage(workload, kept)
         inputs = _hash(SITE_VERSION, sorted((run_id, e["stamp"]) for run_id, e in kept.items()))
         previous = manifest["pages"].get(workload, {})
         if previous.get("hash") == inputs and (out / f"{workload}.html").is_file():
@@ -117,7 +116,7 @@ def build(sources: list[str], out: Path) -> Built:
             manifest["pages"].pop(workload, None)
             manifest["studies"].pop(workload, None)
         else:
-            text, plots, summary = page.render(out, built)
+            text, plots, summary = StudyPage(workload, kept).render(out, built)
             _write(out / f"{workload}.html", text)
             built.rendered.append(f"{workload}.html")
             manifest["pages"][workload] = {"hash": inputs, "plots": plots}
@@ -295,7 +294,7 @@ class StudyPage:
         series = self.series()
         variant = self.variants()
         latest = [s.runs[-1] for s in series]
-        table = report._workload_report(spec, latest, {id(run): variant[id(run)] for run in latest})
+        table = report.workload_report(spec, latest, {id(run): variant[id(run)] for run in latest})
         header, rows = report.table(table)
         parts = [_head(f"{spec.name}: {spec.title}"),
                  "<p><a href='index.html'>all studies</a></p>",
