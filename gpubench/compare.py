@@ -29,6 +29,7 @@ class Row:
     noise: float
     verdict: Verdict
     n: int = 2  # the fewer repeats of the two sides
+    better: str | None = None  # "higher" or "lower", as the results carry it
 
     @property
     def ratio(self) -> float | None:
@@ -54,7 +55,7 @@ def compare(a: StoredRun, b: StoredRun, floor: float = NOISE_FLOOR) -> list[Row]
             n = min(ma.n, mb.n)
             if n < 2 and said != "within noise":
                 said = NO_SPREAD
-            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap, said, n))
+            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap, said, n, directions.get(name)))
     return rows
 
 
@@ -76,5 +77,6 @@ def regressions(rows: list[Row], metrics: list[str]) -> list[Row]:
 
 
 def unverified(rows: list[Row], metrics: list[str]) -> list[Row]:
-    """Rows of these metrics that moved past the floor with no spread to judge them by (n=1): no verdict."""
-    return [row for row in rows if row.metric in metrics and row.verdict == NO_SPREAD]
+    """Rows of these metrics that moved the worse way past the floor, with no spread to judge them by (n=1)."""
+    return [row for row in rows if row.metric in metrics and row.verdict == NO_SPREAD
+            and verdict(row.a, row.b, 0, row.better) == "worse"]

@@ -61,6 +61,8 @@ def test_single_repeat_smoke_runs_get_no_verdict_and_are_said_to_be_smoke_runs(t
     assert f"{a} is a smoke run" in result.stderr and f"{b} is a smoke run" in result.stderr
     assert "n=1 (one repeat) on a side: no spread is known" in result.stderr
     assert "eager-sdpa tokens_per_s: 100 -> 80 tokens/s with n=1, no spread known: not counted" in result.stderr
+    back = gpubench("compare", str(b), str(a), "--fail-on", "tokens_per_s", cwd=tmp_path)
+    assert back.code == 0 and "not counted" not in back.stderr  # the better way: nothing to warn about
 
 
 def test_a_run_compared_with_itself_says_so(tmp_path):
