@@ -341,7 +341,7 @@ class StudyPage:
                                  status + (" (smoke)" if run.started.smoke else ""),
                                  f"<a href='{base}{CONFIG_FILE}'>config</a> <a href='{base}environment.json'>"
                                  f"environment</a> <a href='{base}{RECORDS_FILE}'>records</a>"])
-        parts.append(_table(["when", "series", "run", "$/hour", "status", "files"], run_rows, raw=5))
+        parts.append(_table(["when", "series", "run", "$/hour", "status", "files"], run_rows, raw=(5,)))
         parts.append("</body></html>")
         last = [c for s in series if s.changes for c in s.changes[-1][1]]
         summary = {"title": spec.title, "runs": len(self.runs), "gpus": sorted({r.gpu for r in self.runs}),
@@ -408,15 +408,15 @@ def _head(title: str) -> str:
             "<link rel='stylesheet' href='site.css'></head><body>")
 
 
-def _table(header: list[str], rows: list[list[str]], raw: int | None = None, flag: int | None = None) -> str:
-    """An HTML table; cells are escaped except column `raw` (links made here); column `flag` colours a verdict."""
+def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), flag: int | None = None) -> str:
+    """An HTML table; cells are escaped except columns `raw` (HTML made here); column `flag` colours a verdict."""
     out = ["<div class='wide'><table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
     for cells in rows:
         tds = []
         for i, c in enumerate(cells):
             css = (f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c)
-                   else " class='long'" if len(c) > 40 and i != raw else "")
-            tds.append(f"<td{css}>{c if i == raw else html.escape(c)}</td>")
+                   else " class='long'" if len(c) > 40 and i not in raw else "")
+            tds.append(f"<td{css}>{c if i in raw else html.escape(c)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</table></div>")
     return "\n".join(out)
@@ -430,12 +430,12 @@ def _index(studies: dict[str, dict]) -> str:
     rows = []
     for name, s in sorted(studies.items()):
         flags = [f"{s[k]} {k}" for k in ("worse", "better") if s[k]]
-        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", html.escape(s["title"]),
-                     str(s["runs"]), html.escape(", ".join(s["gpus"])), s["latest"],
-                     f"<span class='{'worse' if s['worse'] else 'better' if s['better'] else 'ok'}'>"
-                     f"{', '.join(flags) or 'within noise'}</span>" + (" (smoke runs)" if s["smoke"] else "")])
-    header = ["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"]
-    out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>" for cells in rows]
-    parts += [*out, "</table>", "</body></html>"]
+        state = "worse" if s["worse"] else "better" if s["better"] else "ok"
+        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
+                     ", ".join(s["gpus"]), s["latest"],
+                     f"<span class='{state}'>{', '.join(flags) or 'within noise'}</span>"
+                     + (" (smoke runs)" if s["smoke"] else "")])
+    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"],
+                        rows, raw=(0, 5)))
+    parts.append("</body></html>")
     return "\n".join(parts)
