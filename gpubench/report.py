@@ -78,8 +78,8 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
     return [workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
 
 
-def workload_report(spec: WorkloadSpec, runs: list[StoredRun], variant: dict[int, str] | None = None
-                      ) -> WorkloadReport:
+def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
+                    variant: dict[int, str] | None = None) -> WorkloadReport:
     """The workload's rows; `variant` labels each run's config (by id(run)) when the caller chose the labels."""
     module = load_module(spec)
     variant = variant or config_variants(runs)
