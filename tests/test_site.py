@@ -234,3 +234,15 @@ def test_the_site_of_the_stored_h200_runs_opens_offline(tmp_path):
             assert (out / target).is_file(), (page.name, target)  # nothing from the network: all in the site
     # an error's text may name a URL (the hub it could not reach); it is text in a cell, never fetched
     assert "url(" not in (out / "site.css").read_text() and "@import" not in (out / "site.css").read_text()
+
+
+def test_smoke_runs_are_a_series_of_their_own_and_said_to_be_smoke(tmp_path):
+    history(tmp_path / "store", [1000, 1001])
+    write_run(tmp_path / "store" / "smoke", "train-compile", "cpu", None, DAY0 + timedelta(days=5),
+              {"eager-sdpa": [{"tokens_per_s": 80.0}]}, progress=1, smoke=True)
+    out = tmp_path / "site"
+    assert gpubench("site", str(tmp_path / "store"), "--out", str(out), cwd=tmp_path).code == 0
+    page = (out / "train-compile.html").read_text()
+    assert "<h3>cpu (smoke)</h3>" in page and "ok (smoke run)" in page and "they test the code path" in page
+    assert "(smoke runs)" in (out / "index.html").read_text()
+    assert not changes(out / "train-compile.html")  # 80 tokens/s on a CPU is no regression of the H100's 1000
