@@ -426,6 +426,25 @@ def report(paths, html_file) -> None:
 
 
 @cli.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The site's folder; an existing site there is updated (only what new runs touch).")
+def site(sources, out) -> None:
+    """A static site from stored runs (folders or s3://bucket/prefix): an index and a page per study."""
+    from gpubench import site as sites
+    from gpubench import stored
+
+    extras.require("report", "gpubench site", ("matplotlib",))
+    try:
+        sites.check_out(out)
+        built = sites.build(list(sources), out)
+    except (stored.StoredRunError, sites.SiteError) as exc:
+        raise CliError(str(exc)) from None
+    click.echo(f"gpubench: site in {out}: read {len(built.read)} runs, wrote {len(built.rendered)} pages"
+               f" and {len(built.plots)} plots; open {out / 'index.html'}", err=True)
+
+
+@cli.command()
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",
@@ -437,8 +456,8 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     """RUN_B against RUN_A (run folders of one workload): ratio per setup and metric, beyond noise or not."""
     from gpubench import stored
     from gpubench.compare import compare as compare_runs
-    from gpubench.compare import regressions
-    from gpubench.summary import fmt
+    from gpubench.compare import regressions, unverified
+    from gpubench.summary import SMOKE_BANNER, fmt
 
     if noise < 0:
         raise CliError(f"--noise must be 0 or more (got {noise})")
@@ -447,6 +466,9 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
         rows = compare_runs(a, b, floor=noise)
     except (stored.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if a.started.run_id == b.started.run_id:
+        raise CliError(f"{run_a} and {run_b} are the same run ({a.started.run_id}): a run compared with itself "
+                       "shows no difference")
     known = {row.metric for row in rows}
     unknown = [m for m in fail_on if m not in known]
     if unknown:
@@ -455,12 +477,23 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
         if run.partial:
             click.echo(f"gpubench: {run.path} is a partial run (no run_finished): compared on the rows it has",
                        err=True)
+        if run.started.smoke:
+            click.echo(f"gpubench: {run.path} is a smoke run ({SMOKE_BANNER})", err=True)
+    if any(row.n < 2 for row in rows):
+        click.echo("gpubench: n=1 (one repeat) on a side: no spread is known, so a difference past the floor gets "
+                   "no verdict; run --repeats 3 or more to judge it", err=True)
     click.echo(f"| setup | metric | A | B | B/A | verdict (noise ±{noise:.0%} or 2 CV) |\n|---|---|---|---|---|---|")
     for row in rows:
         if show_all or row.verdict != "within noise":
             ratio = f"{row.ratio:.3f}" if row.ratio is not None else ""
             click.echo(f"| {row.setup} | {row.metric} ({row.unit}) | {fmt(row.a)} | {fmt(row.b)} | {ratio} |"
                        f" {row.verdict} |")
+    if not any(show_all or row.verdict != "within noise" for row in rows):
+        click.echo(f"gpubench: no metric of the {len(rows)} compared differs beyond noise (--all lists them)",
+                   err=True)
+    for row in unverified(rows, list(fail_on)):
+        click.echo(f"gpubench: {row.setup} {row.metric}: {fmt(row.a)} -> {fmt(row.b)} {row.unit} with n=1, no spread"
+                   " known: not counted as a regression", err=True)
     worse = regressions(rows, list(fail_on))
     for row in worse:
         click.echo(f"gpubench: {row.setup} {row.metric} regressed: {fmt(row.a)} -> {fmt(row.b)} {row.unit}"

@@ -2,7 +2,8 @@
 
 Noise is what the runs measured: a difference counts only when it exceeds twice the larger CV of the
 two (over their repeats), and never less than the floor (`--noise`, default 5%: single runs carry no
-spread of their own, and the studies call differences under 5 to 10% noise).
+spread of their own, and the studies call differences under 5 to 10% noise). With one repeat on either side
+(n=1) no spread is known: a difference past the floor is "no verdict (n=1)", never better or worse.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from gpubench.schema import MetricSummary
 from gpubench.stored import StoredRun
 
 NOISE_FLOOR = 0.05  # --noise's default
-Verdict = Literal["better", "worse", "within noise", "changed"]
+Verdict = Literal["better", "worse", "within noise", "changed", "no verdict (n=1)"]
+NO_SPREAD = "no verdict (n=1)"
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Row:
     b: float
     noise: float
     verdict: Verdict
+    n: int = 2  # the fewer repeats of the two sides
+    better: str | None = None  # "higher" or "lower", as the results carry it
 
     @property
     def ratio(self) -> float | None:
@@ -47,8 +51,11 @@ def compare(a: StoredRun, b: StoredRun, floor: float = NOISE_FLOOR) -> list[Row]
             if mb is None:
                 continue
             gap = noise(ma, mb, floor=floor)
-            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap,
-                            verdict(ma.median, mb.median, gap, directions.get(name))))
+            said = verdict(ma.median, mb.median, gap, directions.get(name))
+            n = min(ma.n, mb.n)
+            if n < 2 and said != "within noise":
+                said = NO_SPREAD
+            rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap, said, n, directions.get(name)))
     return rows
 
 
@@ -67,3 +74,9 @@ def verdict(a: float, b: float, noise: float, better: str | None) -> Verdict:
 
 def regressions(rows: list[Row], metrics: list[str]) -> list[Row]:
     return [row for row in rows if row.metric in metrics and row.verdict == "worse"]
+
+
+def unverified(rows: list[Row], metrics: list[str]) -> list[Row]:
+    """Rows of these metrics that moved the worse way past the floor, with no spread to judge them by (n=1)."""
+    return [row for row in rows if row.metric in metrics and row.verdict == NO_SPREAD
+            and verdict(row.a, row.b, 0, row.better) == "worse"]

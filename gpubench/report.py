@@ -1,7 +1,9 @@
 """Stored runs into the tables a person reads: per workload, one row per (GPU, setup).
 
-Runs of one workload on the same GPU are pooled, so repeats across runs give the spread. Each row
-carries its hourly price(s) as the runs recorded them, the post's number for the same GPU class (as a
+Runs of one workload on the same GPU, config and hourly price are pooled, so repeats across runs give the
+spread; the same GPU at another price (another region or provider) is a row of its own, with its own cost. Each
+row carries its hourly price as the runs recorded it, whether its runs were --smoke runs, the one-line reason of
+each setup that did not run ok, the post's number for the same GPU class (as a
 ratio, or "within noise" of it), and, where the workload counts its FLOPs, achieved TFLOP/s and the
 share of the GPU's dense datasheet peak (gpubench/flops.py). A difference smaller than the measured
 noise is never shown as a win: the noise rule is compare.py's.
@@ -21,19 +23,22 @@ from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
+REASON_CHARS = 120  # an error's one line in a table cell; the whole line stays in the run's records
 
 
 @dataclass
 class Row:
     gpu: str
     setup: str
-    prices: list[float]
+    price: float | None
     runs: int
     partial: bool
     statuses: list[str]
     metrics: dict[str, MetricSummary]
     dtype: str | None = None  # what the matmuls ran in: the results' compute_dtype, else the run config's dtype
     config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
+    smoke: bool = False  # its runs were --smoke runs: a code-path test at a tiny size, not a benchmark
+    reasons: list[str] = field(default_factory=list)  # the one-line error of each result that was not ok
 
     @property
     def label(self) -> str:
@@ -70,33 +75,43 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
         except UnknownName as exc:
             raise ValueError(f"{run.path}: {exc}") from None
         by_workload.setdefault(run.workload, []).append(run)
-    return [_workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
+    return [workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
 
 
-def _workload_report(spec: WorkloadSpec, runs: list[StoredRun]) -> WorkloadReport:
+def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
+                    variant: dict[int, str] | None = None) -> WorkloadReport:
+    """The workload's rows; `variant` labels each run's config (by id(run)) when the caller chose the labels."""
     module = load_module(spec)
-    variant = config_variants(runs)
-    pooled: dict[tuple[str, str, str], list[tuple[StoredRun, SetupResult]]] = {}
+    variant = variant or config_variants(runs)
+    series = {id(run): (run.gpu, variant[id(run)], run.price_usd_per_hour, run.started.smoke) for run in runs}
+    pooled: dict[tuple, list[tuple[StoredRun, SetupResult]]] = {}
     for run in runs:
         for setup in run.started.setups:
-            pooled.setdefault((run.gpu, variant[id(run)], setup), [])
+            pooled.setdefault((*series[id(run)], setup), [])
         for result in run.results:
-            pooled.setdefault((run.gpu, variant[id(run)], result.setup), []).append((run, result))
+            pooled.setdefault((*series[id(run)], result.setup), []).append((run, result))
+    prices = {}  # (GPU, config) -> its prices: a label names the price only where one GPU and config has several
+    for gpu, config, price, _smoke in series.values():
+        prices.setdefault((gpu, config), set()).add(price)
     order = {setup: i for i, setup in enumerate(spec.setups)}
     rows = []
-    for (gpu, config, setup), items in sorted(pooled.items(),
-                                              key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 99))):
-        source = [run for run in runs if (run.gpu, variant[id(run)]) == (gpu, config) and setup in run.started.setups]
+    for key, items in sorted(pooled.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0, kv[0][3],
+                                                              order.get(kv[0][4], 99))):
+        gpu, config, price, smoke, setup = key
+        source = [run for run in runs if series[id(run)] == key[:4] and setup in run.started.setups]
         ok = [_with_peak(run, _costed(spec, run, result)) for run, result in items if result.status == "ok"]
         metrics = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
             metrics[name] = summarize(next(r.metrics[name].unit for r in ok if name in r.metrics), values)
         dtypes = [_compute_dtype(run, result) for run, result in items if result.status == "ok"]
-        rows.append(Row(gpu=gpu, setup=setup, prices=sorted({p for r in source if (p := r.price_usd_per_hour)}),
-                        runs=len(source), partial=any(r.partial for r in source),
+        if len(prices[(gpu, config)]) > 1:
+            config = ", ".join(filter(None, [config, f"${price:g}/h" if price else "no price"]))
+        rows.append(Row(gpu=gpu, setup=setup, price=price, runs=len(source), partial=any(r.partial for r in source),
                         statuses=[result.status for _, result in items], metrics=metrics,
-                        dtype=next((d for d in dtypes if d), None), config=config))
+                        dtype=next((d for d in dtypes if d), None), config=config, smoke=smoke,
+                        reasons=list(dict.fromkeys(f"{result.status}: {result.error}" for _, result in items
+                                                   if result.status != "ok" and result.error))))
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
@@ -152,15 +167,31 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
         header += ["TFLOP/s", "of peak"]
     rows = []
     for row in report.rows:
-        price = ", ".join(f"{p:g}" for p in row.prices) or "-"
+        price = f"{row.price:g}" if row.price else "-"
         n = sum(status == "ok" for status in row.statuses)
-        status = row.status + (" (partial run)" if row.partial else "")
+        status = status_cell(row)
         cells = [row.label, price, row.setup, status, f"{n}/{len(row.statuses)}",
                  *[cell(row.metrics.get(m)) for m in report.columns], vs_post(report, row)]
         if report.counts_flops:
             cells += [cell(row.metrics.get(flops.METRIC)), of_peak(row)]
         rows.append(cells)
     return header, rows
+
+
+def status_cell(row: Row) -> str:
+    """"ok", "ok (smoke run)", "error: CUDA out of memory ... (partial run)": what a person must know of the row."""
+    status = row.status
+    if row.status != "ok" and row.reasons:
+        status = "; ".join(_shortened(reason.replace("|", "/")) for reason in row.reasons)
+    notes = [note for note, on in (("smoke run", row.smoke), ("partial run", row.partial)) if on]
+    return status + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _shortened(reason: str, most: int = REASON_CHARS) -> str:
+    return reason if len(reason) <= most else reason[:most - 1].rstrip() + "…"
+
+
+SMOKE_NOTE = "Rows marked smoke run come from --smoke runs: they test the code path at a tiny size; not a benchmark."
 
 
 def of_peak(row: Row) -> str:
@@ -289,6 +320,8 @@ def markdown(reports: list[WorkloadReport]) -> str:
         out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(cells) + " |" for cells in rows]
         out.append("")
+        if any(row.smoke for row in report.rows):
+            out += [SMOKE_NOTE, ""]
         standing = standing_lines(report)
         if standing:
             out += [*standing, ""]

@@ -16,7 +16,7 @@ import io
 import re
 
 from gpubench import flops
-from gpubench.report import Row, WorkloadReport, datasheet_peak, scaling_lines, standing_lines, table
+from gpubench.report import SMOKE_NOTE, Row, WorkloadReport, datasheet_peak, scaling_lines, standing_lines, table
 
 SERVING_X, SERVING_Y = "per_user_tokens_per_s", "output_tokens_per_s"
 LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one line per server mode
@@ -44,6 +44,8 @@ def _table_html(report: WorkloadReport) -> str:
            "<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>" for cells in rows]
     out.append("</table>")
+    if any(row.smoke for row in report.rows):
+        out.append(f"<p><b>{html.escape(SMOKE_NOTE)}</b></p>")
     standing = standing_lines(report)
     if standing:
         out.append(f"<p>{html.escape(standing[0])}</p><ul>")
@@ -165,12 +167,21 @@ def _serving_curve(report: WorkloadReport) -> str:
 
 
 def _scaling_curves(report: WorkloadReport, lines) -> str:
+    return _png(scaling_figure(report, lines))
+
+
+VARIANT_MARKERS = "sD^vP*Xph"
+
+
+def scaling_figure(report: WorkloadReport, lines):
     """Tokens/s and scaling efficiency against GPU count: one line per GPU type and model size (the plain recipe),
-    the fixes (compression, accumulation) as labelled points, and linear scaling from 1 GPU as the reference."""
+    each fix (compression, accumulation) a marker of its own named in the legend, and linear scaling from 1 GPU as
+    the reference. No text sits on the points: labels there overlapped and ran off the axes."""
     import matplotlib.pyplot as plt
 
-    fig, (rate, efficiency) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (rate, efficiency) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     counts = sorted({p.gpus for line in lines for p in line.plain + line.variants})
+    variants = list(dict.fromkeys(p.row.setup for line in lines for p in line.variants))
     for line in lines:
         label = f"{line.gpu} {line.size}"
         color = None
@@ -180,9 +191,10 @@ def _scaling_curves(report: WorkloadReport, lines) -> str:
                 drawn = ax.errorbar(*_with_spread(plain, metric), fmt="o-", capsize=3, label=label, color=color)
                 color = drawn.lines[0].get_color()
             for point in (p for p in line.variants if metric in p.row.metrics):
-                ax.errorbar(*_with_spread([point], metric), fmt="s", capsize=3, color=color)
-                ax.annotate(point.row.setup, (point.gpus, point.row.metrics[metric].median), fontsize=7,
-                            xytext=(4, 2), textcoords="offset points")
+                marker = VARIANT_MARKERS[variants.index(point.row.setup) % len(VARIANT_MARKERS)]
+                drawn = ax.errorbar(*_with_spread([point], metric), fmt=marker, capsize=3, color=color,
+                                    markersize=7, label=f"{line.gpu} {point.row.setup}")
+                color = color or drawn.lines[0].get_color()
         ideal = [(n, y) for n in counts if (y := line.ideal(n))]
         if ideal:
             rate.plot(*zip(*ideal, strict=True), ":", color=color, linewidth=1)
@@ -190,12 +202,14 @@ def _scaling_curves(report: WorkloadReport, lines) -> str:
     efficiency.axhline(100, color="grey", linestyle=":", linewidth=1, label="linear (ideal)")
     for ax, ylabel in ((rate, "tokens/s (all GPUs)"), (efficiency, "scaling efficiency (%)")):
         ax.set_xticks(counts)
+        ax.set_xlim(min(counts) - 0.5, max(counts) + 0.5)
         ax.set_xlabel("GPUs")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7)
-    rate.set_title(f"{report.spec.name}: tokens/s against GPUs")
-    efficiency.set_title(f"{report.spec.name}: scaling efficiency against GPUs")
-    return _png(fig)
+    rate.set_title("tokens/s against GPUs", fontsize=10)
+    efficiency.set_title("scaling efficiency against GPUs", fontsize=10)
+    efficiency.legend(*rate.get_legend_handles_labels(), fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+    fig.suptitle(f"{report.spec.name}: scaling over GPUs")
+    return fig
 
 
 def _with_spread(points, metric: str):

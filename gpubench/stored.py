@@ -122,6 +122,11 @@ def load(path: str | Path) -> StoredRun:
         lines = records_file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise StoredRunError(f"{path}: not a gpubench run ({exc.strerror or exc})") from None
+    return from_lines(path, lines, records_file)
+
+
+def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> StoredRun:
+    """A run from its record lines (other lines are skipped), `path` being where it is said to live."""
     started, finished, results = None, None, {}
     for number, line in enumerate(lines, 1):
         try:

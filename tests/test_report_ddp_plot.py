@@ -43,3 +43,35 @@ def test_the_page_has_the_scaling_plot_only_when_there_are_ddp_results(tmp_path)
     assert result.code == 0, result.stderr
     found = re.search(rf"<img alt='{PLOT}' title='[^']*' src='data:image/png;base64,([^']+)'>", page.read_text())
     assert found and base64.b64decode(found.group(1))[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_scaling_plot_keeps_its_labels_inside_and_apart(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.text import Text
+
+    from gpubench.report_html import scaling_figure
+
+    crowded = DDP | {"124m-4gpu-bf16": {"tokens_per_s": 350_000, "scaling_efficiency_pct": 87.5},
+                     "124m-4gpu-accum4": {"tokens_per_s": 355_000, "scaling_efficiency_pct": 88.8}}
+    write_results(tmp_path / "a", "NVIDIA H200", {s: [m] for s, m in crowded.items()}, workload="ddp-scaling")
+    write_results(tmp_path / "b", "NVIDIA L40S", {s: [m] for s, m in crowded.items()}, workload="ddp-scaling")
+    (built,) = report.build(stored.discover([str(tmp_path)]))
+    fig = scaling_figure(built, report.scaling_lines(built))
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    page = fig.bbox
+    drawn_ticks = {label for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis._update_ticks()
+                   for label in (tick.label1, tick.label2)}  # a tick outside the view keeps a label it never draws
+    tick_labels = {label for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks()
+                   for label in (tick.label1, tick.label2)}
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and (t not in tick_labels or t in drawn_ticks)]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    assert any("124m-4gpu-both" in text for text, _ in boxes)  # every fix is named (in the legend)
+    for text, box in boxes:
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, text
+    for i, (text, box) in enumerate(boxes):
+        for other, other_box in boxes[i + 1:]:
+            assert not box.overlaps(other_box), (text, other)
