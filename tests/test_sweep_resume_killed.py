@@ -1,0 +1,66 @@
+"""The launcher killed (SIGKILL) in the middle of a sweep, then the same call again: the jobs it left are
+followed, not submitted again (no cell paid twice), every cell ends stored once and complete, and nothing
+is left running on the fake."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import test_launch_support as support
+from sweep_support import (
+    SLOW,
+    TRAIN,
+    finished,
+    live_jobs,
+    plan_text,
+    stored_runs,
+    submits,
+    summary_object,
+    sweep,
+    write_plan,
+)
+from test_launch_support import launcher_process, wait_for
+
+from gpubench import exit_codes
+
+fake, launcher_env = support.fake, support.launcher_env
+GPUS = ["L40S", "RTX5090"]
+
+
+@pytest.mark.parametrize("fake", SLOW, indirect=True)
+def test_killed_mid_sweep_then_resumed(fake, launcher_env, s3, s3_bucket, s3_env, capsys, tmp_path):
+    plan = write_plan(tmp_path, plan_text([("train-compile", GPUS, TRAIN + ["--repeats", "2"])]))
+    store = f"s3://{s3_bucket}/s"
+    proc = launcher_process(["sweep", plan, "--store", store], {**launcher_env, **s3_env}, tmp_path)
+    try:
+        wait_for(lambda: len(fake.jobs) == 2 and all(j.status == "running" for j in fake.jobs.values()),
+                 timeout_s=60, what="both jobs running")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    first_jobs = {j.id: j.spec.tags["gpubench_run_id"] for j in fake.jobs.values()}
+    assert stored_runs(s3, s3_bucket, "s") == {}  # killed before anything was stored
+    assert live_jobs(fake)  # still running without a launcher
+
+    resumed = sweep(capsys, plan, "--store", store)
+    assert resumed.code == exit_codes.OK, resumed.stderr
+    assert len(submits(fake)) == 2 and set(fake.jobs) == set(first_jobs)  # nothing submitted again
+    assert "followed again" in resumed.stderr
+
+    runs = stored_runs(s3, s3_bucket, "s")
+    assert sorted(folder.split("/")[2] for folder in runs) == sorted(GPUS)  # one run per cell
+    assert {folder.rsplit("/", 1)[1] for folder in runs} == set(first_jobs.values())  # the first call's runs
+    for files in runs.values():
+        assert finished(files) == "ok"
+        results = [line for line in files["results.jsonl"].splitlines() if '"kind":"result"' in line]
+        assert len(results) == 2  # both repeats, each once: the log read again from its start, not doubled
+    [sweep_id] = {s["tags"]["gpubench_sweep"] for s in submits(fake)}
+    summary = summary_object(s3, s3_bucket, f"s/{sweep_id}/sweep.json")
+    assert [c["state"] for c in summary["cells"]] == ["done", "done"]
+    assert not live_jobs(fake) and not fake.instances
+
+    again = sweep(capsys, plan, "--store", store)
+    assert again.code == exit_codes.OK and len(submits(fake)) == 2
