@@ -266,9 +266,17 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
 
     console = _console()
     console.print(f"sweep         {sweep_id} (plan {plan.source})", markup=False)
-    console.print(f"store         {url}/<workload>/<gpu>/<args key>/<run-id>/", markup=False)
+    console.print(f"store         {url}/", markup=False)
+    nets = {c.cell.workload: c.launch.max_runtime_minutes for c in cells}
+    console.print("safety net    " + ", ".join(f"{w} {m} min" for w, m in nets.items()) + " (each job's max runtime)",
+                  markup=False)
+    commands: dict[str, int] = {}
+    for c in cells:  # one line per workload and arguments, numbered; the table refers to it
+        if c.launch.command not in commands:
+            commands[c.launch.command] = len(commands) + 1
+            console.print(f"{f'[{commands[c.launch.command]}]':14}{c.launch.command}", markup=False)
     table = Table(title="cells (one job each)")
-    for column in ("workload", "args", "GPU", "state", "$/h", "exp. $", "max $"):
+    for column in ("", "workload", "GPU", "state", "$/h", "exp. $", "max $"):
         table.add_column(column, justify="right" if "$" in column else "left", overflow="fold")
     expected_total = worst_total = 0.0
     for c in cells:
@@ -278,7 +286,7 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
             expected_total += expected or 0.0
             worst_total += worst or 0.0
         price = run.candidates[0].price
-        table.add_row(c.cell.workload, " ".join(c.cell.args) or "-", run.candidates[0].wire, c.state,
+        table.add_row(f"[{commands[c.launch.command]}]", c.cell.workload, run.candidates[0].wire, c.state,
                       "-" if price is None else f"{price:.2f}", "-" if expected is None else f"{expected:.2f}",
                       "-" if worst is None else f"{worst:.2f}")
     console.print(table)
@@ -286,8 +294,9 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
     costs = "costs unknown" if offline else f"expected ${expected_total:.2f}, at most ${worst_total:.2f}" + (
         f", plus ${spent:.2f} spent by stored runs" if spent else "")
     console.print(f"to launch     {launching} of {len(cells)} cells: {costs}; max_usd ${plan.max_usd:g}", markup=False)
-    console.print("exp. $: the workload's expected minutes (full size, even with --smoke) at the cheapest region;"
-                  " max $: the job's safety net (max runtime) at the dearest region", markup=False)
+    console.print("exp. $        the expected minutes (full size, even --smoke), cheapest region",
+                  markup=False)
+    console.print("max $         the safety net at the dearest region: what max_usd must cover", markup=False)
     if offline:
         console.print("no RUNCRATE_API_KEY: the plan is valid, but its GPU names, prices and cap were not checked"
                       " against /instances/types", markup=False)

@@ -28,7 +28,7 @@ def test_just_under_the_cap_dry_run_shows_costs(fake, launcher_env, capsys, tmp_
     plan = write_plan(tmp_path, plan_text([("train-compile", GPUS, TRAIN)], max_usd=4.07))
     result = sweep(capsys, plan, "--dry-run")
     assert result.code == 0, result.stderr
-    rows = {line.split("│")[3].strip(): line for line in result.stdout.splitlines() if "train-compile" in line}
+    rows = {line.split("│")[3].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
     # expected: 8 expected minutes at the cheapest region; worst: 60 minutes at the dearest.
     assert "2.49" in rows["H100"] and "0.33" in rows["H100"] and "2.49 │" in rows["H100"]
     assert "0.11" in rows["L40S"] and "0.89" in rows["L40S"]
