@@ -189,6 +189,8 @@ def _classify(cells: list[PlannedCell], attempts: list[Attempt], retry: bool) ->
         if complete:
             c.state, c.run_id, c.cost_usd = "done", complete[-1].run_id, complete[-1].cost_usd
             c.note = f"stored run {c.run_id}"
+            if complete[-1].finished != "ok":  # as its own call said: a setup not ok (an OOM is a result)
+                c.exit_code = errors.SETUPS_NOT_OK
         elif c.attempts and c.attempts[-1].no_capacity and not retry:
             c.state, c.run_id, c.exit_code = "no capacity", c.attempts[-1].run_id, errors.JOB_NOT_SUCCEEDED
             c.note = f"run {c.run_id} found none; --retry-unavailable tries again"
@@ -197,9 +199,11 @@ def _classify(cells: list[PlannedCell], attempts: list[Attempt], retry: bool) ->
 
 
 def _adopt(cells: list[PlannedCell], left: dict[str, list]) -> None:
-    """A pending cell with a job that a killed launcher left follows that job (the newest) instead of paying again."""
+    """A pending cell with a job that a killed launcher left, still live or succeeded, follows that job (the newest)
+    instead of paying again; one that failed or was cancelled (say by `gpubench-launch cleanup`) is run again."""
     for c in cells:
-        jobs = sorted(left.get(c.path, []), key=lambda j: str(j.created_at))
+        jobs = sorted((j for j in left.get(c.path, []) if not j.finished or j.status == "succeeded"),
+                      key=lambda j: str(j.created_at))
         if c.state == "pending" and jobs:
             c.adopt, c.state = jobs[-1], "follow"
             c.run.run_id = c.run_id = c.adopt.tags["gpubench_run_id"]

@@ -21,6 +21,7 @@ from sweep_support import (
     sweep,
     write_plan,
 )
+from test_launch_support import API_KEY, secret_texts
 
 from gpubench import exit_codes
 
@@ -78,3 +79,10 @@ def test_two_workloads_three_gpus_one_unavailable(fake, launcher_env, s3, s3_buc
     assert not [r for r in fake.requests[before:] if r.method != "GET"]
     assert "missing: embed on A4000: no capacity" in second.stderr
     assert stored_runs(s3, s3_bucket, "sweeps").keys() == runs.keys()
+
+    # No secret in what was printed, written, stored or sent.
+    objects = [text for files in runs.values() for text in files.values()] + [json.dumps(summary)]
+    scanned = secret_texts(fake, first.stdout, first.stderr, second.stderr, folders=[tmp_path / "gpubench-results"],
+                           objects=objects)
+    for secret in (API_KEY, s3.secret_key):
+        assert not [t for t in scanned if secret in t]
