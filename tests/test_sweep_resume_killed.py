@@ -64,3 +64,25 @@ def test_killed_mid_sweep_then_resumed(fake, launcher_env, s3, s3_bucket, s3_env
 
     again = sweep(capsys, plan, "--store", store)
     assert again.code == exit_codes.OK and len(submits(fake)) == 2
+
+
+@pytest.mark.parametrize("fake", SLOW, indirect=True)
+def test_killed_then_cleaned_up_then_resumed(fake, launcher_env, capsys, tmp_path):
+    """`gpubench-launch cleanup` after the kill cancels the orphaned jobs: the resumed sweep runs those cells again
+    (a cancelled job is not followed), and ends complete."""
+    plan = write_plan(tmp_path, plan_text([("train-compile", GPUS, TRAIN + ["--repeats", "3"])]))
+    proc = launcher_process(["sweep", plan], launcher_env, tmp_path)
+    try:
+        wait_for(lambda: len(fake.jobs) == 2 and all(j.status == "running" for j in fake.jobs.values()),
+                 timeout_s=60, what="both jobs running")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    cleaned = support.launch(capsys, "cleanup")
+    assert cleaned.code == exit_codes.OK, cleaned.stdout + cleaned.stderr
+    assert {j.status for j in fake.jobs.values()} == {"cancelled"}
+
+    resumed = sweep(capsys, plan)
+    assert resumed.code == exit_codes.OK, resumed.stderr
+    assert len(submits(fake)) == 4 and not live_jobs(fake)
+    assert "followed again" not in resumed.stderr
