@@ -130,7 +130,7 @@ async def _sweep(o: SweepOptions) -> int:
             return errors.OK
         if over:  # before any request that could start or bill anything
             raise LaunchError(_over_cap(plan, worst, spent))
-        _adopt(cells, await _left_behind(client, sweep_id, {a.run_id for a in attempts}, redact))
+        _adopt(cells, await _left_behind(client, sweep_id, {a.run_id for a in attempts if a.ended}, redact))
         todo = [c for c in cells if c.to_launch]
         view = ProgressView(verbose=o.verbose)
         for c in cells:

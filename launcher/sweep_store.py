@@ -3,8 +3,8 @@ results folder: one Attempt per run folder under `<sweep id>/<workload>/<gpu>/<a
 
 A cell is complete when one of its runs has a run_finished record whose status is ok or partial (the run got
 to its end; a setup that ran out of memory is a measured fact, not a reason to pay again). Folders are
-written by `stores.deliver` at the end of a run, so a launcher killed mid-run leaves nothing here: its job
-is found through the API instead (the sweep's job tags).
+written by `stores.deliver` at the end of a run (locally, job.json is written last), so a run whose launcher
+was killed has no job.json here: its job is found through the API instead (the sweep's job tags).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class Attempt:
     started: bool = True  # whether the job ever got a machine
     error: str | None = None
     cost_usd: float = 0.0
+    ended: bool = False  # its job.json is there: the launcher saw the job end and stored the run
 
     @property
     def complete(self) -> bool:
@@ -141,6 +142,7 @@ def _job_facts(attempt: Attempt, text: str) -> None:
         facts = json.loads(text)
     except ValueError:
         return
+    attempt.ended = True
     attempt.job_status = facts.get("status")
     attempt.started = facts.get("started_at") is not None
     attempt.error = facts.get("error")
