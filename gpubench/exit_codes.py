@@ -3,7 +3,8 @@
   0    every setup ran and is ok (a setup skipped for a stated reason counts as ok)
   1    the run finished but a setup was not ok (error, oom, partial results), or `compare --fail-on` found a regression
   2    bad input, a missing optional dependency, or a refused launch: nothing was run, written or billed
-  3    gpubench-launch: the job failed, timed out, or was cancelled by someone else
+  3    gpubench-launch: the job failed, timed out, or was cancelled by someone else (a sweep: a cell has no result,
+       e.g. its GPU type had no capacity)
   4    gpubench-launch: the launcher stopped the job at --max-cost or --max-minutes
   5    the results are kept locally only: the store refused the upload (`gpubench upload` retries it), or the
        launcher lost the API / could not confirm that a machine stopped
@@ -24,7 +25,8 @@ TABLE = {
     OK: "all ok",
     SETUPS_NOT_OK: "a setup not ok (or a regression with compare --fail-on)",
     BAD_INPUT: "bad input or missing dependency: nothing run, written or billed",
-    JOB_NOT_SUCCEEDED: "launch: the job failed, timed out or was cancelled by someone else",
+    JOB_NOT_SUCCEEDED: "launch: the job failed, timed out or was cancelled by someone else (sweep: a cell has no"
+                       " result)",
     LIMIT_REACHED: "launch: --max-cost or --max-minutes reached",
     KEPT_LOCALLY: "results kept locally only: upload failed or launcher trouble",
     INTERRUPTED: "interrupted",

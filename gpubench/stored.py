@@ -86,7 +86,8 @@ def _run_folders(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise StoredRunError(f"{path}: no such folder")
-    return sorted(p.parent for p in path.rglob(RECORDS_FILE))
+    # An empty results.jsonl is a launch that never ran (a job with no GPU): kept by the launcher, not a run.
+    return sorted(p.parent for p in path.rglob(RECORDS_FILE) if p.stat().st_size)
 
 
 def _fetch_s3(url: str) -> list[Path]:
@@ -102,7 +103,7 @@ def _fetch_s3(url: str) -> list[Path]:
     try:
         pages = client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=store.prefix)
         keys = [obj["Key"] for page in pages for obj in page.get("Contents", []) if obj["Key"].endswith(
-            "/" + RECORDS_FILE)]
+            "/" + RECORDS_FILE) and obj.get("Size", 1)]
         for key in sorted(keys):
             folder = root / key.rsplit("/", 2)[-2]
             folder.mkdir(exist_ok=True)

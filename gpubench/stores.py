@@ -137,6 +137,8 @@ class S3Store:
         uploaded = {}
         for path in sorted(p for p in run_dir.iterdir() if p.is_file() and p.name != UPLOAD_FILE):
             data = path.read_bytes()
+            if path.name == RECORDS_FILE and not data:
+                continue  # a launch that never ran (no GPU): no records; an empty file would read as a broken run
             key = self.key(run_id, path.name)
             sha256 = hashlib.sha256(data).hexdigest()
             md5 = hashlib.md5(data).digest()  # noqa: S324 - S3's integrity check, not security

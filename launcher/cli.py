@@ -5,6 +5,7 @@
     gpubench-launch sdxl --gpu L40S --gpu H100 --each        one job per GPU type, in parallel
     gpubench-launch embed --gpu L40S --dry-run               the plan, prices and expected cost only
     gpubench-launch first-matmul --gpu L40S --gpu RTX5090    launch-to-first-matmul study (instances)
+    gpubench-launch sweep PLAN.toml --store s3://b/p         every cell of a plan, resumable, under its max_usd
     gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup
 
 Records go to stdout as JSON Lines when stdout is not a terminal (a live table shows them on one);
@@ -120,6 +121,27 @@ def first_matmul_cmd(**opts):
     from gpubench.launcher.launch import LaunchOptions, launch
 
     return launch(LaunchOptions(workload="first-matmul", each=True, via="instance", study="first-matmul", **opts))
+
+
+@cli.command("sweep", epilog=EPILOG)
+@click.argument("plan", metavar="PLAN.toml")
+@click.option("--store", metavar="s3://BUCKET/PREFIX",
+              help="Results under PREFIX/<sweep-id>/ (read back to resume; default: the local results folder).")
+@click.option("--results-dir", default="gpubench-results", show_default=True, help="Local folder for run folders.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the matrix, each cell's expected and worst-case cost; launch nothing.")
+@click.option("--retry-unavailable", is_flag=True, help="Try again the cells whose GPU type had no capacity.")
+@click.option("--sweep-id", help="Name the sweep (default: the plan's name and a hash of its cells).")
+@click.option("-v", "--verbose", is_flag=True, help="Also print the jobs' non-record output.")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines records on stdout even on a terminal.")
+def sweep_cmd(plan, as_json, **opts):
+    """Run a plan: each workload (with its `gpubench run` arguments) on each GPU type, as parallel jobs
+    under the plan's max_usd. The same call again resumes: only cells without complete results run."""
+    _need_sdk()
+    _records_on_terminal(as_json)
+    from gpubench.launcher.sweep import SweepOptions, sweep
+
+    return sweep(SweepOptions(plan=plan, **opts))
 
 
 @cli.command("gpus")

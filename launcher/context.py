@@ -25,6 +25,19 @@ class Launch:
     store: S3Store | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
     live: dict[str, str] = field(default_factory=dict)  # run id -> job/instance id still running
+    cap: SharedCap | None = None  # a sweep's max_usd, over all its jobs
+
+
+@dataclass
+class SharedCap:
+    """One dollar cap over several jobs: a sweep's max_usd less what its earlier runs cost."""
+
+    limit_usd: float
+    costs: dict[str, float] = field(default_factory=dict)  # run id -> cost so far
+
+    def reached(self, run_id: str, cost_usd: float | None) -> bool:
+        self.costs[run_id] = cost_usd or 0.0
+        return sum(self.costs.values()) >= self.limit_usd
 
 
 class InterruptHandler:

@@ -21,6 +21,7 @@ from gpubench.launcher.state import LaunchState, launcher_tag
 STOP_REASONS = {
     "max-cost": "--max-cost reached",
     "max-minutes": "--max-minutes reached",
+    "max-usd": "the sweep's max_usd reached",
     "interrupt": "interrupted",
 }
 
@@ -41,8 +42,9 @@ def job_region(job) -> str | None:
 
 
 class JobRun:
-    def __init__(self, launch: Launch, run: RunPlan):
+    def __init__(self, launch: Launch, run: RunPlan, adopt=None):
         self.launch = launch
+        self.adopt = adopt  # a job this run already submitted (a resumed sweep): followed, not submitted again
         self.run = run
         self.client = launch.client
         self.pace = launch.pace
@@ -65,7 +67,7 @@ class JobRun:
         state = LaunchState(self.run_id)
         state.save(kind="job", workload=plan.workload.name, job_id=None)
         try:
-            job = await self.submit()
+            job = self.adopt if self.adopt is not None else await self.submit()
         except Refused as exc:
             folder.discard()
             state.remove()
@@ -85,7 +87,8 @@ class JobRun:
         state.save(job_id=job.id)
         self.launch.live[self.run_id] = f"job {job.id}"
         self._seen(job)
-        self.view.say(self.run_id, f"job {job.id} submitted ({self.run.label}, image {plan.image})")
+        self.view.say(self.run_id, f"job {job.id} {'followed again' if self.adopt else 'submitted'} "
+                                   f"({self.run.label}, image {plan.image})")
         try:
             await self.follow_until_end(folder)
         except BaseException:
@@ -207,6 +210,10 @@ class JobRun:
                 self.view.say(self.run_id, f"--max-cost ${plan.max_cost:g} reached (${job.cost_usd:.4f} so far): "
                                            "cancelling the job")
                 return "max-cost"
+            cap = self.launch.cap
+            if cap is not None and cap.reached(self.run_id, job.cost_usd):
+                self.view.say(self.run_id, f"the sweep's cap ${cap.limit_usd:.4g} reached: cancelling the job")
+                return "max-usd"
 
     def seconds_to_cost_limit(self) -> float:
         """When the cost will reach --max-cost at the job's hourly rate (inf if it is not billing)."""
@@ -218,7 +225,9 @@ class JobRun:
 
     def _seen(self, job) -> None:
         self.job, self.job_seen_at = job, time.monotonic()
-        self.view.update(self.run_id, status=job.status, obtained=self._obtained(job) or "",
+        waiting = job.status == "queued" and getattr(job, "queue_reason", None) == "no_capacity"
+        self.view.update(self.run_id, status="queued: no capacity" if waiting else job.status,
+                         obtained=self._obtained(job) or "",
                          region=job_region(job) or "", cost_usd=job.cost_usd)
 
     def _on_page(self, page) -> None:

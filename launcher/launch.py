@@ -53,15 +53,7 @@ async def fetch_types(client, redact: Redactor) -> list:
 
 async def _launch(o: LaunchOptions) -> int:
     from gpubench.launcher.pace import Pace
-    from gpubench.launcher.plan import (
-        LaunchPlan,
-        new_runs,
-        resolve_gpu,
-        resolve_setups,
-        resolve_workload,
-        run_command,
-        safety_net_minutes,
-    )
+    from gpubench.launcher.plan import resolve_gpu, resolve_setups, resolve_workload
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     redact = Redactor()
@@ -88,19 +80,7 @@ async def _launch(o: LaunchOptions) -> int:
         gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment, o.region) for g in o.gpus]
         if via == "instance" and len({g.gpu_type for g in gpus}) < len(gpus) and o.each:
             raise LaunchError("the same GPU twice with --each")
-        plan = LaunchPlan(
-            workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
-            image=o.image or spec.image,
-            command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
-                                                                  o.weights)),
-            max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
-            runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
-            capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
-            store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
-            price_override=o.price,
-        )
-        for run in plan.runs:
-            run.env = plan.env_for(run)
+        plan = build_plan(o, spec, setups, via, gpus, deployment, store)
         if o.dry_run:
             from gpubench.launcher.show import print_plan
 
@@ -123,6 +103,26 @@ async def _launch(o: LaunchOptions) -> int:
         await client.close()
 
 
+def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment: str | None, store):
+    """The plan of one launch (one run per GPU with --each, else one run): what `--dry-run` prints."""
+    from gpubench.launcher.plan import LaunchPlan, new_runs, run_command, safety_net_minutes
+
+    plan = LaunchPlan(
+        workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
+        image=o.image or spec.image,
+        command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
+                                                              o.weights)),
+        max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
+        runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
+        capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
+        store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
+        price_override=o.price,
+    )
+    for run in plan.runs:
+        run.env = plan.env_for(run)
+    return plan
+
+
 def study_command(o: LaunchOptions, command: str) -> str:
     """first-matmul on a stock template installs what it needs first (a --template is a prepared one)."""
     if o.study != "first-matmul" or o.template:
@@ -133,23 +133,47 @@ def study_command(o: LaunchOptions, command: str) -> str:
 
 
 async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
-    from gpubench.launcher.context import InterruptHandler, Launch
     from gpubench.launcher.progress import ProgressView
 
     view = ProgressView(verbose=verbose)
-    launch = Launch(client=client, plan=plan, pace=pace, view=view, redact=redact, store=store)
-    if plan.via == "instance":
-        from gpubench.launcher.instance import InstanceRun
+    outcomes = await run_launches(client, [(plan, store)], pace, redact, view)
+    launched = [o for o in outcomes if o.launched]
+    if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
+        raise LaunchError(outcomes[0].message)
+    view.summary(outcomes)
+    return errors.combine([o.exit_code for o in outcomes])
 
-        runners = [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
-    else:
-        from gpubench.launcher.jobs import JobRun
 
-        runners = [JobRun(launch, run) for run in plan.runs]
-    for run in plan.runs:
-        view.add(run.run_id, run.label)
-    runs = {run.run_id: run for run in plan.runs}
-    view.pricing = lambda o: plan.pricing(runs[o.run_id], o.gpu, o.region) if o.run_id in runs else None
+async def run_launches(client, plans: list, pace, redact, view, adopt: dict | None = None, cap=None) -> list:
+    """Every run of the given (plan, store) pairs at once, in one view, under the one request budget and one
+    Ctrl-C: a launch's runs, or a sweep's cells. `adopt` maps a run id to its job already submitted (a resumed
+    sweep follows it instead of submitting again); `cap` is a dollar cap shared by all the jobs."""
+    from gpubench.launcher.context import InterruptHandler, Launch
+
+    interrupted, live = asyncio.Event(), {}
+    runners, plan_of = [], {}
+    for plan, store in plans:
+        launch = Launch(client=client, plan=plan, pace=pace, view=view, redact=redact, store=store,
+                        interrupted=interrupted, live=live, cap=cap)
+        if plan.via == "instance":
+            from gpubench.launcher.instance import InstanceRun
+
+            runners += [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
+        else:
+            from gpubench.launcher.jobs import JobRun
+
+            runners += [JobRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
+        for run in plan.runs:
+            view.add(run.run_id, run.label)
+            plan_of[run.run_id] = (plan, run)
+
+    def pricing(o):
+        if o.run_id not in plan_of:
+            return None
+        plan, run = plan_of[o.run_id]
+        return plan.pricing(run, o.gpu, o.region)
+
+    view.pricing = pricing
     from gpubench.launcher.budget import process_budget
 
     budget = process_budget()
@@ -171,8 +195,4 @@ async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
             result = RunOutcome(runner.run_id, errors.LAUNCHER_TROUBLE, "launcher error",
                                 message=redact(f"{type(result).__name__}: {result}"))
         outcomes.append(result)
-    launched = [o for o in outcomes if o.launched]
-    if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
-        raise LaunchError(outcomes[0].message)
-    view.summary(outcomes)
-    return errors.combine([o.exit_code for o in outcomes])
+    return outcomes

@@ -224,6 +224,7 @@ class LaunchPlan:
     study: str | None = None  # first-matmul: the launcher times the launch itself
     template: str | None = None  # instance path: the Runcrate template to boot
     price_override: float | None = None  # --price: the hourly rate for cost metrics and estimates
+    extra_tags: dict[str, str] = field(default_factory=dict)  # a sweep's: which sweep and cell a job is
 
     @property
     def launcher_name(self) -> str:
@@ -239,7 +240,7 @@ class LaunchPlan:
             env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{self.price_override:g}"
         elif run.price is not None:
             env["GPUBENCH_PRICE_USD_PER_HOUR"] = f"{run.price:g}"
-        else:
+        elif all(c.price is not None for c in run.candidates):  # (not without prices: an offline dry run)
             env["GPUBENCH_PRICES_USD_PER_HOUR"] = ",".join(f"{c.wire}={c.price:g}" for c in run.candidates)
         digest = image_digest(self.image)
         if digest:
@@ -253,6 +254,7 @@ class LaunchPlan:
             "gpubench_workload": self.workload.name,
             "gpubench_launcher": launcher_tag,
             "gpubench_version": __version__,
+            **self.extra_tags,
         }
 
     def job_spec(self, run: RunPlan, launcher_tag: str) -> dict[str, Any]:

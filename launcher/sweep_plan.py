@@ -1,0 +1,163 @@
+"""A sweep plan (`gpubench-launch sweep PLAN.toml`): cells of a workload and its `gpubench run` arguments
+times GPU types, under one dollar cap. Read and checked here without any request; the GPU names are
+checked against /instances/types by the sweep itself.
+
+    name = "weekly"              # optional; the file's stem otherwise
+    max_usd = 20.0               # the whole sweep, worst case
+    capacity_wait_minutes = 10   # optional: how long each job may wait for a free GPU
+    max_runtime_minutes = 30     # optional: each job's safety net (default: the workload's), the worst case's base
+    [[cell]]
+    workload = "train-compile"
+    gpus = ["H100", "L40S", "RTX5090"]
+    args = ["--smoke", "--setups", "eager-sdpa,eager-eager"]
+
+The sweep id is `<name>-<8 hex of the cells' content>`: the same plan resumes the same sweep, whatever its
+comments, order or max_usd (raising the cap to finish a sweep keeps what it has); other cells, another sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from gpubench.launcher.errors import LaunchError
+from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload
+
+PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell"}
+CELL_KEYS = {"workload", "gpus", "args"}
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+
+# The `gpubench run` arguments a cell may pass through (as `gpubench-launch WORKLOAD` takes them).
+_ARGS = click.Command("args", add_help_option=False, params=[
+    click.Option(["--smoke"], is_flag=True),
+    click.Option(["--setups"]),
+    click.Option(["--repeats"], type=click.IntRange(1, 100)),
+    click.Option(["--set", "overrides"], multiple=True),
+    click.Option(["--weights"], type=click.Choice(["auto", "random"])),
+])
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One job of the sweep: a workload with its arguments on one GPU type (as the plan spells it)."""
+
+    workload: str
+    gpu: str
+    args: tuple[str, ...]
+    smoke: bool = False
+    setups: tuple[str, ...] | None = None
+    repeats: int | None = None
+    overrides: tuple[str, ...] = ()
+    weights: str | None = None
+
+    @property
+    def args_key(self) -> str:
+        """8 hex of the arguments: cells of one workload and GPU with other arguments are kept apart."""
+        return hashlib.sha256(json.dumps(list(self.args)).encode()).hexdigest()[:8]
+
+    @property
+    def label(self) -> str:
+        return " ".join([self.workload, *self.args])
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    max_usd: float
+    cells: tuple[Cell, ...]
+    capacity_wait_minutes: int | None = None
+    max_runtime_minutes: int | None = None
+    source: str = ""
+
+    @property
+    def sweep_id(self) -> str:
+        content = sorted([c.workload, c.gpu.lower(), list(c.args)] for c in self.cells)
+        return f"{self.name}-{hashlib.sha256(json.dumps(content).encode()).hexdigest()[:8]}"
+
+
+def load_plan(path: str | Path) -> Plan:
+    """The plan, checked; a LaunchError (one line, exit 2) for anything wrong, before any request."""
+    path = Path(path)
+    where = f"plan {path}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LaunchError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise LaunchError(f"{where} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LaunchError(f"{where}: TOML syntax error: {exc}") from None
+    unknown = sorted(set(data) - PLAN_KEYS)
+    if unknown:
+        raise LaunchError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(PLAN_KEYS))})")
+    name = data.get("name", re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-") or "sweep")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise LaunchError(f"{where}: name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit")
+    max_usd = data.get("max_usd")
+    if max_usd is None:
+        raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
+    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or not max_usd > 0:
+        raise LaunchError(f"{where}: max_usd must be a positive number of dollars, not {max_usd!r}")
+    wait = data.get("capacity_wait_minutes")
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 1440):
+        raise LaunchError(f"{where}: capacity_wait_minutes must be a whole number from 0 to 1440")
+    runtime = data.get("max_runtime_minutes")
+    if runtime is not None and (isinstance(runtime, bool) or not isinstance(runtime, int) or not 1 <= runtime <= 10080):
+        raise LaunchError(f"{where}: max_runtime_minutes must be a whole number from 1 to 10080")
+    tables = data.get("cell", [])
+    if not isinstance(tables, list):
+        raise LaunchError(f"{where}: write cells as [[cell]] tables")
+    cells: list[Cell] = []
+    for n, table in enumerate(tables, 1):
+        cells += _cells(table, f"{where}, cell {n}")
+    if not cells:
+        raise LaunchError(f"{where}: the matrix is empty: add [[cell]] tables with a workload and gpus")
+    seen = set()
+    for cell in cells:
+        key = (cell.workload, cell.gpu.lower(), cell.args)
+        if key in seen:
+            raise LaunchError(f"{where}: {cell.label} on {cell.gpu} is in the plan twice")
+        seen.add(key)
+    return Plan(name=name, max_usd=float(max_usd), cells=tuple(cells), capacity_wait_minutes=wait,
+                max_runtime_minutes=runtime, source=str(path))
+
+
+def _cells(table, where: str) -> list[Cell]:
+    if not isinstance(table, dict):
+        raise LaunchError(f"{where}: write cells as [[cell]] tables")
+    unknown = sorted(set(table) - CELL_KEYS)
+    if unknown:
+        raise LaunchError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(CELL_KEYS))})")
+    workload = table.get("workload")
+    if not isinstance(workload, str) or not workload:
+        raise LaunchError(f"{where}: give workload = \"NAME\" (gpubench list)")
+    try:
+        spec = resolve_workload(workload)
+    except LaunchError as exc:
+        raise LaunchError(f"{where}: {exc}") from None
+    if spec.via != "job":
+        raise LaunchError(f"{where}: {workload} runs on instances (gpubench-launch {workload}); sweeps run jobs")
+    gpus = table.get("gpus")
+    if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
+        raise LaunchError(f"{where}: give gpus = [\"L40S\", ...], one GPU type or more")
+    args = table.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise LaunchError(f"{where}: args must be a list of strings, e.g. [\"--smoke\", \"--setups\", \"a,b\"]")
+    try:
+        parsed = _ARGS.make_context("args", list(args)).params
+    except click.UsageError as exc:
+        raise LaunchError(f"{where}: bad args: {exc.format_message()}") from None
+    try:
+        setups = resolve_setups(spec, parsed["setups"])
+        overrides = tuple(check_overrides(parsed["overrides"]))
+    except LaunchError as exc:
+        raise LaunchError(f"{where}: {exc}") from None
+    return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(args), smoke=parsed["smoke"],
+                 setups=tuple(setups) if setups else None, repeats=parsed["repeats"], overrides=overrides,
+                 weights=parsed["weights"]) for gpu in gpus]

@@ -1,0 +1,52 @@
+"""A bad plan is refused in one line (exit 2) before any request: a TOML syntax error, a missing or negative
+cap, an empty matrix, an unknown workload or argument: the fake sees nothing. An unknown GPU needs the API's
+list of types to be known as such: one read of /instances/types, nothing submitted."""
+
+from __future__ import annotations
+
+import pytest
+import test_launch_support as support
+from sweep_support import TRAIN, plan_text, sweep, write_plan
+
+fake, launcher_env = support.fake, support.launcher_env
+
+CELL = [("train-compile", ["L40S"], TRAIN)]
+BAD = {
+    "toml syntax": ("max_usd = 20.0\n[[cell]\nworkload = 'train-compile'\n", "TOML syntax error"),
+    "missing cap": (plan_text(CELL, max_usd=None), "max_usd is missing"),
+    "negative cap": (plan_text(CELL, max_usd=-5), "max_usd must be a positive number"),
+    "cap as text": (plan_text(CELL, max_usd='"20"'), "max_usd must be a positive number"),
+    "empty matrix": ("max_usd = 20.0\n", "the matrix is empty"),
+    "no gpus": (plan_text([("train-compile", [], TRAIN)]), "give gpus ="),
+    "unknown workload": (plan_text([("train-compiel", ["L40S"], TRAIN)]), "train-compiel"),
+    "unknown setup": (plan_text([("train-compile", ["L40S"], ["--setups", "nope"])]), "nope"),
+    "unknown argument": (plan_text([("train-compile", ["L40S"], ["--gpu", "H100"])]), "bad args"),
+    "unknown key": ("max_usd = 2.0\nmax_usd_total = 3\n[[cell]]\nworkload = 'embed'\ngpus = ['L40S']\n",
+                    "unknown key 'max_usd_total'"),
+    "instance workload": (plan_text([("first-matmul", ["L40S"], [])]), "sweeps run jobs"),
+    "twice": (plan_text([("train-compile", ["L40S", "l40s"], TRAIN)]), "twice"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_plan_is_one_line_and_no_request(name, fake, launcher_env, capsys, tmp_path):
+    text, says = BAD[name]
+    result = sweep(capsys, write_plan(tmp_path, text))
+    assert result.code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("gpubench-launch: error: plan ")
+    assert says in result.stderr
+    assert fake.requests == []
+    assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_a_missing_plan_file(fake, launcher_env, capsys, tmp_path):
+    result = sweep(capsys, str(tmp_path / "nope.toml"))
+    assert result.code == 2 and result.stderr.count("\n") == 1 and "cannot read plan" in result.stderr
+    assert fake.requests == []
+
+
+def test_unknown_gpu_reads_the_types_and_submits_nothing(fake, launcher_env, capsys, tmp_path):
+    result = sweep(capsys, write_plan(tmp_path, plan_text([("train-compile", ["L40S", "H1OO"], TRAIN)])))
+    assert result.code == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "H1OO" in result.stderr and "L40S" in result.stderr
+    assert {(r.method, r.path) for r in fake.requests} == {("GET", "/api/v1/instances/types")}
