@@ -232,7 +232,7 @@ def gpu_memory_peak():
     """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
     peak = _Peak()
     try:
-        from gpubench.workloads.whisper_memory import GpuMemorySampler
+        from gpubench.gpu_memory import GpuMemorySampler
 
         sampler = GpuMemorySampler()
     except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out

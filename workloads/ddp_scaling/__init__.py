@@ -188,7 +188,7 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
     import torch
     import torch.distributed as dist
 
-    from gpubench.workloads.ddp_model import GPT
+    from gpubench.workloads.ddp_scaling.model import GPT
 
     device, on_cuda = group.device, group.device.type == "cuda"
     layers, width, heads = (getattr(config, f"{field}_{recipe.size}") for field in ("layers", "width", "heads"))
@@ -279,7 +279,7 @@ def accumulate(ddp, accum: int, next_batch) -> None:
     """Forward and backward over `accum` micro-batches; DDP all-reduces only during the last backward."""
     import torch
 
-    from gpubench.workloads.ddp_model import next_token_loss
+    from gpubench.workloads.ddp_scaling.model import next_token_loss
 
     device_type = next(ddp.parameters()).device.type
     for k in range(accum):
@@ -320,7 +320,7 @@ def _replicas_in_sync(model, dist, device) -> bool:
 
 
 def allreduce_test(config: Config, group: Group, info: dict, report) -> dict[str, float]:
-    from gpubench.workloads import ddp_allreduce
+    from gpubench.workloads.ddp_scaling import allreduce as ddp_allreduce
 
     sizes = ddp_allreduce.message_sizes(config.allreduce_min_mb, config.allreduce_max_mb)
     report("allreduce", done=0, total=len(sizes))

@@ -21,7 +21,7 @@ right after (the study's dd), since the study's point is that a cached load is d
 
 Weights: the study's own (found in a Hub cache, or a $GPUBENCH_WEIGHTS_DIR folder), or with --weights
 random / --smoke a random checkpoint of the configured shape written first to a folder this workload
-owns (reused when the same shape is already there; see cold_start_checkpoint). Fresh downloads go to a
+owns (reused when the same shape is already there; see checkpoint.py). Fresh downloads go to a
 Hub cache folder under the same root, never the user's own cache unless `cache_dir` points there.
 """
 
@@ -36,9 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
-from gpubench.workloads import cold_start_checkpoint as checkpoint
-from gpubench.workloads import cold_start_hub as hub
-from gpubench.workloads import cold_start_pagecache as pagecache
+from gpubench.workloads.cold_start import checkpoint, hub, pagecache
 
 MODEL_ID = "Qwen/Qwen2.5-7B-Instruct"
 TIMED_IMPORTS = ("torch", "huggingface_hub", "transformers")  # what the study's script imports after T0

@@ -14,7 +14,7 @@ import functools
 def normalizer():
     from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
 
-    from gpubench.workloads.whisper_spelling import spelling_mapping
+    from gpubench.workloads.whisper.spelling import spelling_mapping
 
     return EnglishTextNormalizer(spelling_mapping())
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from gpubench import weights as weight_store
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
-from gpubench.workloads.whisper_audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
+from gpubench.workloads.whisper.audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     elif None in references:
         ctx.info["wer"] = "not reported: the audio has no reference transcripts"
     else:
-        from gpubench.workloads.whisper_text import corpus_wer
+        from gpubench.workloads.whisper.text import corpus_wer
 
         wer, words = corpus_wer(references, transcripts)
         metrics["wer_pct"], metrics["reference_words"] = 100 * wer, words
@@ -138,7 +138,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
 
 def load_clips(config: Config, ctx: SetupContext) -> list:
-    from gpubench.workloads import whisper_audio
+    from gpubench.workloads.whisper import audio as whisper_audio
 
     if config.audio_dir:
         clips = whisper_audio.from_folder(config.audio_dir)
@@ -162,7 +162,7 @@ def load_clips(config: Config, ctx: SetupContext) -> list:
 
 def _first_seconds(clips: list, seconds: float) -> list:
     """The first `seconds` of the set; a talk cut short loses its reference (it no longer matches)."""
-    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+    from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
     kept, left = [], seconds
     for clip in clips:
@@ -177,7 +177,7 @@ def _first_seconds(clips: list, seconds: float) -> list:
 
 def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: Path):
     """(transcribe, facts, real weights?) for the setup, from the Hub folder or the smoke/random stand-in."""
-    from gpubench.workloads import whisper_engines
+    from gpubench.workloads.whisper import engines as whisper_engines
 
     path = ctx.weight_paths.get(spec.repo)
     if spec.engine == "transformers":
@@ -200,8 +200,8 @@ def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: P
 
 def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
     """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
-    from gpubench.workloads import whisper_memory
-    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+    from gpubench import gpu_memory as whisper_memory
+    from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
     sampler = None
     if on_gpu:

@@ -11,7 +11,7 @@ model and passages, two more rates:
 - GPU-only: the same batches tokenized beforehand and already on the device, forward passes only
   (timed to a synchronisation). host_bound_share = 1 - plain / GPU-only is the time encode() loses
   on the host.
-- tuned: tokenization in worker processes overlapped with the GPU (embed_tuned), at the batch size
+- tuned: tokenization in worker processes overlapped with the GPU (tuned.py), at the batch size
   that measured fastest; texts in, embeddings on the host out, tokenization included. tuned_gain is
   against plain encode() on the same card; tuned_vs_gpu_only against the GPU-only bar.
 The three share one process (not three setups) so the ratios compare one model on one card and one
@@ -101,13 +101,13 @@ SETUP_NOTES = {
 
 
 def weights_for(setup: str, config: Config) -> list[str]:
-    from gpubench.workloads.embed_model import BGE
+    from gpubench.workloads.embed.model import BGE
 
     return [BGE[SETUPS[setup][0]].repo]
 
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
-    from gpubench.workloads import embed_model
+    from gpubench.workloads.embed import model as embed_model
 
     size, seq_len = SETUPS[setup]
     seq_len = config.seq_len or seq_len
@@ -180,7 +180,7 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
     """The same batches, tokenized as encode() does it and put on the device beforehand: forward passes only."""
     import torch
 
-    from gpubench.workloads.embed_model import preprocess
+    from gpubench.workloads.embed.model import preprocess
 
     device = next(model.parameters()).device
     batches = []
@@ -211,8 +211,8 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
 def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
     import torch
 
-    from gpubench.workloads import embed_tuned
-    from gpubench.workloads.embed_model import preprocess
+    from gpubench.workloads.embed import tuned as embed_tuned
+    from gpubench.workloads.embed.model import preprocess
 
     template = preprocess(model, texts[:1])
     extra = {k for k, v in template.items() if torch.is_tensor(v)} - {"input_ids", "attention_mask", "token_type_ids"}

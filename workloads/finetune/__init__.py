@@ -5,7 +5,7 @@ the next 300 held out; the model's chat template, loss on the answer tokens only
 One epoch: 250 optimizer steps of 16 examples (micro-batch x accumulation), cosine schedule with 10
 warm-up steps, gradient clipping at 1.0, AdamW (weight decay 0), no gradient checkpointing, every
 forward under bf16 autocast. full: fp32 weights, lr 1e-5; LoRA: bf16 base, r 16, alpha 32, dropout
-0.05, lr 2e-4; QLoRA: that LoRA on an NF4 base (finetune_models). Measured: trainable parameters,
+0.05, lr 2e-4; QLoRA: that LoRA on an NF4 base (models.py). Measured: trainable parameters,
 training wall time (model load and evaluation excluded), tokens/s (the training examples' tokens,
 padding excluded, over that time), peak memory (torch.cuda.max_memory_allocated, GiB; peak RSS on a
 CPU) and the held-out loss before and after (mean over the held-out answer tokens).
@@ -164,8 +164,7 @@ def weights_for(setup: str, config: Config) -> list[str]:
 def _sources(config: Config, ctx: SetupContext):
     """(model source, records, tokenizer, info): what the setup trains, and a description of it."""
     from gpubench.weights import revision
-    from gpubench.workloads import finetune_data as data
-    from gpubench.workloads import finetune_models as models
+    from gpubench.workloads.finetune import data, models
 
     model_path = None if config.model_file == "random" else (config.model_file or ctx.weight_paths.get(MODEL_REPO))
     source = models.source_for(model_path, config.shape())
@@ -198,8 +197,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     import torch
     from transformers import get_cosine_schedule_with_warmup
 
-    from gpubench.workloads import finetune_data as data
-    from gpubench.workloads import finetune_models as models
+    from gpubench.workloads.finetune import data, models
 
     method, _ = SETUPS[setup]
     micro, accumulation = config.batching(setup)
@@ -325,7 +323,7 @@ def heldout_loss(model, batches, device: str, autocast) -> float:
     """Mean loss per held-out answer token (each micro-batch's mean weighted by its answer tokens)."""
     import torch
 
-    from gpubench.workloads.finetune_data import IGNORE
+    from gpubench.workloads.finetune.data import IGNORE
 
     model.eval()
     total, count = 0.0, 0
