@@ -15,26 +15,19 @@ import click
 
 from gpubench import exit_codes, extras
 from gpubench.catalog import WORKLOADS
+from gpubench.cli_common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SETUP_FAILED,
+    EXIT_UPLOAD_FAILED,
+    CliError,
+    default_results_dir,
+    price_from_launcher,
+    safe_argv,
+)
 from gpubench.loadgen.loadgen_cli import loadgen
 from gpubench.registry import UnknownName, pick
-
-EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.SETUPS_NOT_OK, exit_codes.BAD_INPUT
-EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = exit_codes.KEPT_LOCALLY, exit_codes.INTERRUPTED
-
-
-class CliError(click.ClickException):
-    exit_code = EXIT_BAD_INPUT
-
-
-def default_results_dir() -> str:
-    """GPUBENCH_RESULTS_DIR; inside a Runcrate job, its output folder (kept as artifacts); else ./gpubench-results."""
-    from gpubench.stores import DEFAULT_RESULTS_DIR
-
-    if os.environ.get("GPUBENCH_RESULTS_DIR"):
-        return os.environ["GPUBENCH_RESULTS_DIR"]
-    if os.environ.get("RUNCRATE_OUTPUT_DIR"):
-        return str(Path(os.environ["RUNCRATE_OUTPUT_DIR"]) / DEFAULT_RESULTS_DIR)
-    return DEFAULT_RESULTS_DIR
 
 
 def _split_setups(values: tuple[str, ...]) -> list[str]:
@@ -205,7 +198,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
     if price is None:
-        price = _price_from_launcher()
+        price = price_from_launcher()
     if price is not None and price <= 0:
         raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
@@ -242,7 +235,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
                                  config=config, price_usd_per_hour=price, weights=weights,
                                  weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
             runner = Runner(request, run_dir, echo=view.print if view else None)
-            outcome = runner.run(argv=_safe_argv(), store_url=target.url if target else None).status
+            outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
     code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
@@ -261,31 +254,6 @@ def _refuse_full_size_without_gpu(spec) -> None:
     if spec.gpu_count and not environment.gpu_names():
         raise CliError(f"no GPU found (nvidia-smi): the full-size {spec.name} study would run for hours on the CPU;"
                        " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
-
-
-def _price_from_launcher() -> float | None:
-    """A launcher's price: one (GPUBENCH_PRICE_USD_PER_HOUR), or one per candidate GPU, matched to this GPU."""
-    from gpubench import environment, pricing
-
-    if os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
-        try:
-            return float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
-        except ValueError:
-            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
-    if not os.environ.get("GPUBENCH_PRICES_USD_PER_HOUR"):
-        return None
-    try:
-        prices = pricing.parse_prices(os.environ["GPUBENCH_PRICES_USD_PER_HOUR"])
-    except pricing.PriceError as exc:
-        raise CliError(str(exc)) from None
-    gpus = environment.gpu_names()
-    match = pricing.price_for(prices, gpus)
-    if match is None:
-        click.echo(f"gpubench: no price for {', '.join(gpus) or 'this machine'} among {', '.join(prices)};"
-                   " costs are left out", err=True)
-        return None
-    click.echo(f"gpubench: costed at {match[0]}'s ${match[1]:g}/h", err=True)
-    return match[1]
 
 
 def _weights_needed(module, spec, setups, config) -> list[str]:
@@ -349,11 +317,6 @@ def _container_args(workload, setups, smoke, repeats, price, overrides, weights,
     for pair in overrides:
         args += ["--set", pair]
     return args
-
-
-def _safe_argv() -> list[str]:
-    """The command line as given; gpubench takes no secrets as arguments."""
-    return ["gpubench", *sys.argv[1:]]
 
 
 @cli.command()

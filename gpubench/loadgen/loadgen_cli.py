@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from gpubench import cli_common
+
 COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
 
 
@@ -57,7 +59,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     import contextlib
     import os
 
-    from gpubench import cli, live, runid, stores
+    from gpubench import live, runid, stores
     from gpubench.catalog import CostBasis, WorkloadSpec
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.runner import RunRequest
@@ -66,7 +68,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     if prompts_file is not None:
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
         if not prompts:
-            raise cli.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+            raise cli_common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
     try:
         spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
                         users=users if users is not None or rate is not None else 1, requests=request_count,
@@ -75,20 +77,20 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
     except LoadSpecError as exc:
-        raise cli.CliError(str(exc)) from None
+        raise cli_common.CliError(str(exc)) from None
     if endpoint == "chat" and not prompts and tokenizer is None:
         click.echo("gpubench: chat prompts without --tokenizer are random words; their length is approximate"
                    " (the server's prompt_tokens is recorded)", err=True)
     if price is None:
-        price = cli._price_from_launcher()
+        price = cli_common.price_from_launcher()
     if price is not None and price <= 0:
-        raise cli.CliError(f"--price must be a positive hourly price in USD (got {price})")
+        raise cli_common.CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
-    results_dir = results_dir or cli.default_results_dir()
+    results_dir = results_dir or cli_common.default_results_dir()
     stores.check_local_dir(results_dir)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id("loadgen")
     if not runid.is_run_id(run_id):
-        raise cli.CliError(f"bad run id {run_id!r}")
+        raise cli_common.CliError(f"bad run id {run_id!r}")
     if target:
         target.check_writable(run_id)
 
@@ -105,23 +107,23 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
-    code = cli.EXIT_OK if result.status == "ok" else cli.EXIT_SETUP_FAILED
+    code = cli_common.EXIT_OK if result.status == "ok" else cli_common.EXIT_SETUP_FAILED
     if target:
         ok, message = stores.deliver(run_dir.path, target)
         click.echo(message, err=True)
-        if not ok and code == cli.EXIT_OK:
-            code = cli.EXIT_UPLOAD_FAILED
+        if not ok and code == cli_common.EXIT_OK:
+            code = cli_common.EXIT_UPLOAD_FAILED
     sys.exit(code)
 
 
 def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
-    from gpubench import cli, environment
+    from gpubench import environment
     from gpubench.runner import cost_metrics, describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
     env = environment.collect((), price)
-    run_dir.write_config(run_config(request, env, cli._safe_argv(), target.url if target else None))
+    run_dir.write_config(run_config(request, env, cli_common.safe_argv(), target.url if target else None))
     run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
                               smoke=False, config=dataclasses.asdict(spec), environment=env))
     started = time.perf_counter()
