@@ -69,6 +69,7 @@ def show(workload: str) -> None:
     """One study: its setups, config fields and defaults, metrics, GPUs and image."""
     import dataclasses
 
+    from gpubench import config_fields
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -80,8 +81,11 @@ def show(workload: str) -> None:
     lines += [f"  {setup:<24} {notes.get(setup, '')}".rstrip() for setup in spec.setups]
     lines += ["", "config (--set NAME=VALUE; --smoke sets the values in brackets):"]
     for field in dataclasses.fields(module.Config):
-        smoke = f"  [{module.SMOKE[field.name]}]" if field.name in module.SMOKE else ""
+        smoke = f"  [{module.SMOKE[field.name]!r}]" if field.name in module.SMOKE else ""
+        declared = config_fields.declaration(field)
         lines.append(f"  {field.name:<24} {field.default!r}{smoke}")
+        allowed = config_fields.allowed(module.Config, field.name)
+        lines.append(f"      {declared.meaning if declared else ''}. Allowed: {allowed}")
     lines += ["", "metrics:"]
     for name, metric in module.METRICS.items():
         better = f", {metric.better} is better" if metric.better else ""
@@ -172,8 +176,11 @@ def images(as_json: bool) -> None:
               help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@click.option("--check", "check_only", is_flag=True,
+              help="Only check the arguments and the config (--set) against the workload's declarations: exit 0 or 2,"
+                   " nothing runs or is written (gpubench-launch runs this before any API request).")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume, gpus, on_cpu, as_json) -> None:
+        cache_volume, gpus, on_cpu, as_json, check_only) -> None:
     """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
@@ -184,7 +191,9 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     from gpubench.workload import build_config, load_module, parse_overrides
 
     spec = WORKLOADS.get(workload)
-    if docker:
+    if check_only:
+        pass  # the machine that runs it brings the extras (the image)
+    elif docker:
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
         extras.require(spec.extra, f"gpubench run {workload}")
@@ -197,19 +206,22 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         raise CliError("--gpus applies only with --docker (the container's GPUs); add --docker or drop --gpus")
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
-    if price is None:
+    if price is None and not check_only:
         price = price_from_launcher()
     if price is not None and price <= 0:
         raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
-    results_dir = results_dir or default_results_dir()
-    stores.check_local_dir(results_dir)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
     if not runid.is_run_id(run_id):
         raise CliError(f"bad run id {run_id!r}")
+    module = load_module(spec)
+    config = build_config(module, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
+    if check_only:
+        click.echo(f"gpubench: {workload}: arguments and config are valid", err=True)
+        return
+    results_dir = results_dir or default_results_dir()
+    stores.check_local_dir(results_dir)
     if not docker:
-        module = load_module(spec)
-        config = build_config(module, smoke, parse_overrides(list(overrides)))
         weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)

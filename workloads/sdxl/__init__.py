@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 
 from gpubench import compile_cache
+from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads.sdxl import components as sdxl_components
 from gpubench.workloads.sdxl.components import ARCHITECTURES, BASE_REPO, VAE_REPO
@@ -37,26 +38,29 @@ from gpubench.workloads.sdxl.components import ARCHITECTURES, BASE_REPO, VAE_REP
 
 @dataclass
 class Config:
-    architecture: str = "sdxl-base"  # sdxl_components.ARCHITECTURES: "sdxl-base" or "tiny" (smoke)
-    height: int = 1024
-    width: int = 1024
-    steps: int = 30
-    guidance_scale: float = 5.0  # StableDiffusionXLPipeline's default, which the study kept
-    prompt: str = "a photo of an astronaut riding a horse on a beach at sunset, detailed, 35mm"
-    warmup_generations: int = 1
-    timed_images_b1: int = 8
-    timed_images_b4: int = 16
-    dtype: str = "float16"
-    device: str = "auto"  # cuda when available, else cpu
-    channels_last: bool = True  # compiled setups only, as in the study
-    compile_backend: str = "inductor"
-    compile_mode: str = "default"  # the study used torch.compile's default mode
-    cold_compile_cache: bool = True  # fresh inductor/Triton cache per compiled setup: compile time as on a new machine
-    seed: int = 0
+    architecture: str = param("sdxl-base", "component configs: sdxl-base (the study) or tiny (smoke)",
+                              choices=tuple(ARCHITECTURES))
+    height: int = param(1024, "image height, pixels (a multiple of 8)", min=8)
+    width: int = param(1024, "image width, pixels (a multiple of 8)", min=8)
+    steps: int = param(30, "denoising steps per image", min=1)
+    guidance_scale: float = param(5.0, "classifier-free guidance (the pipeline's default, which the study kept)", min=0)
+    prompt: str = param("a photo of an astronaut riding a horse on a beach at sunset, detailed, 35mm",
+                        "the text prompt")
+    warmup_generations: int = param(1, "untimed generations first", min=0)
+    timed_images_b1: int = param(8, "timed images at batch 1", min=1)
+    timed_images_b4: int = param(16, "timed images at batch 4", min=4)
+    dtype: str = param("float16", "the pipeline's dtype", choices=DTYPES)
+    device: str = param("auto", "where it runs", **DEVICE)
+    channels_last: bool = param(True, "channels-last memory format, compiled setups only, as in the study")
+    compile_backend: str = param("inductor", "torch.compile's backend (aot_eager: the CPU smoke)",
+                                 choices=("inductor", "aot_eager", "eager", "cudagraphs"))
+    compile_mode: str = param("default", "torch.compile's mode (the study used the default)",
+                              choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"))
+    cold_compile_cache: bool = param(True,
+                                     "a fresh inductor/Triton cache per compiled setup: compile time as on a new host")
+    seed: int = param(0, "random seed of latents and random weights", min=0)
 
     def __post_init__(self):
-        if self.architecture not in ARCHITECTURES:
-            raise ConfigError(f"--set architecture={self.architecture}: valid: {', '.join(ARCHITECTURES)}")
         for batch in (1, 4):
             images = self.timed_images(batch)
             if images < batch or images % batch:
