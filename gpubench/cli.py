@@ -22,6 +22,7 @@ from gpubench.cli_common import (
     EXIT_SETUP_FAILED,
     EXIT_UPLOAD_FAILED,
     CliError,
+    check_output_file,
     default_results_dir,
     price_from_launcher,
     safe_argv,
@@ -383,6 +384,7 @@ def report(paths, html_file) -> None:
 
     if html_file:
         extras.require("report", "gpubench report --html", ("matplotlib",))
+        check_output_file(html_file, "--html")
     try:
         built = reports.build(stored.discover(list(paths), on_progress=progress))
     except (stored.StoredRunError, StoreError, ValueError) as exc:
@@ -392,11 +394,16 @@ def report(paths, html_file) -> None:
         if partial:
             click.echo(f"gpubench: {workload.spec.name}: partial runs (no run_finished) on {', '.join(partial)};"
                        " their rows are shown as they are", err=True)
-    click.echo(reports.markdown(built))
     if html_file:
         from gpubench.report_html import render
 
-        html_file.write_text(render(built))
+        page = render(built)
+        try:
+            html_file.write_text(page)
+        except OSError as exc:
+            raise CliError(f"--html {html_file}: {exc.strerror or exc}") from None
+    click.echo(reports.markdown(built))
+    if html_file:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 

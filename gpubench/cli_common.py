@@ -33,6 +33,17 @@ def default_results_dir() -> str:
     return DEFAULT_RESULTS_DIR
 
 
+def check_output_file(path: Path, option: str) -> None:
+    """A file a command is to write: a file name in a folder that exists and may be written; nothing is created."""
+    folder = path.parent
+    if path.is_dir():
+        raise CliError(f"{option} {path}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise CliError(f"{option} {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliError(f"{option} {path}: not writable")
+
+
 def price_from_launcher() -> float | None:
     """A launcher's price: one (GPUBENCH_PRICE_USD_PER_HOUR), or one per candidate GPU, matched to this GPU."""
     from gpubench import environment, pricing

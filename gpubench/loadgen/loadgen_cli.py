@@ -93,6 +93,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         raise cli_common.CliError(f"bad run id {run_id!r}")
     if target:
         target.check_writable(run_id)
+    _check_reachable(spec)
 
     setup = spec.setup_name
     workload = WorkloadSpec(
@@ -114,6 +115,26 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         if not ok and code == cli_common.EXIT_OK:
             code = cli_common.EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _check_reachable(spec) -> None:
+    """A server that cannot be connected to is bad input, found before a run folder is written."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(spec.base_url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise cli_common.CliError(f"--base-url {spec.base_url}: bad port") from None
+    if not parts.hostname:
+        raise cli_common.CliError(f"--base-url {spec.base_url}: no host; use http://host:port[/v1]")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=min(spec.timeout_s, 10.0)).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise cli_common.CliError(f"--base-url {spec.base_url}: cannot connect to {parts.hostname}:{port}"
+                                  f" ({reason}); nothing was run") from None
 
 
 def _run(spec, setup, run_id, run_dir, workload, request, price, target):
