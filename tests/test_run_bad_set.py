@@ -1,5 +1,5 @@
 """A --set outside its field's declaration stops `gpubench run` before anything runs: one line, exit 2, no run
-folder; `--check` says the same without running, and says nothing else for good input."""
+folder, and no container (--docker checks it here first); `--check` says the same without running."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from clirun import gpubench
     ("embed", "batch_size=-1", "--set batch_size=-1: batch_size must be an integer >= 1"),
     ("whisper", "nosuch=1", "--set nosuch: unknown config field of this workload; valid: size, batch_size"),
 ])
-@pytest.mark.parametrize("mode", [[], ["--smoke"], ["--check"]], ids=["run", "smoke", "check"])
+@pytest.mark.parametrize("mode", [[], ["--smoke"], ["--check"], ["--docker"]], ids=["run", "smoke", "check", "docker"])
 def test_bad_set_is_one_line_exit_2_and_nothing_written(tmp_path, workload, pair, says, mode):
     result = gpubench("run", workload, *mode, "--set", pair, cwd=tmp_path)
     assert result.code == 2, result.stderr
