@@ -36,7 +36,7 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--ignore-eos", is_flag=True, help="Ask for exactly --output-tokens (vLLM's ignore_eos).")
 @click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Fixed prompts, one per line, cycled (instead of random tokens).")
-@click.option("--tokenizer", default=None, metavar="PATH",
+@click.option("--tokenizer", type=click.Path(exists=True, file_okay=False), default=None, metavar="PATH",
               help="A tokenizer folder: chat prompts of exact length, random ids from its vocabulary.")
 @click.option("--vocab-size", type=int, default=32000, show_default=True,
               help="Random ids are drawn below this when no tokenizer is given.")
