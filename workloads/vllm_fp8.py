@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubench.config_fields import param
-from gpubench.workload import MetricDef, SetupContext
+from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads import serving_common as common
 
 
@@ -28,6 +28,11 @@ class Config(common.ServingConfig):
     gsm8k_questions: int = param(300, "GSM8K questions scored", min=0)
     gsm8k_concurrency: int = param(64, "GSM8K requests in flight", min=1)
     gsm8k_max_tokens: int = param(768, "max tokens per GSM8K answer", min=1)
+
+    def __post_init__(self):
+        if self.input_tokens + self.output_tokens > self.max_model_len:
+            raise ConfigError(f"input_tokens {self.input_tokens} + output_tokens {self.output_tokens} is more than"
+                              f" max_model_len {self.max_model_len}")
 
 
 # vLLM's CPU build has no FP8 kernels (its static_scaled_fp8_quant op is a stub), so the smoke's "fp8" server

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubench.config_fields import param
-from gpubench.workload import MetricDef, SetupContext
+from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads import serving_common as common
 
 
@@ -25,6 +25,12 @@ class Config(common.ServingConfig):
     prefix_long: int = param(4000, "the p4000 setups' shared prefix, tokens", min=1)
     unique_tokens: int = param(200, "unique prompt tokens after the prefix", min=1)
     output_tokens: int = param(128, "tokens generated per request", min=1)
+
+    def __post_init__(self):
+        longest = max(self.prefix_short, self.prefix_long) + self.unique_tokens + self.output_tokens
+        if longest > self.max_model_len:
+            raise ConfigError(f"the longest request ({longest} tokens: prefix, unique_tokens, output_tokens) is more"
+                              f" than max_model_len {self.max_model_len}")
 
 
 SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 2048,

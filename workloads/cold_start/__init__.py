@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 from gpubench.workloads.cold_start import checkpoint, hub, pagecache
 
 MODEL_ID = "Qwen/Qwen2.5-7B-Instruct"
@@ -65,6 +65,11 @@ class Config:
     shards: int = param(4, "safetensors files the random checkpoint is split into", min=1)
     raw_read: bool = param(True, "after the timed start, read the same files raw, evicted and warm")
     hub_timeout_s: float = param(3.0, "how long to wait for the hub to answer before calling it unreachable", min=0)
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size}, num_heads {self.num_heads}, num_kv_heads"
+                              f" {self.num_kv_heads}: the heads must divide the hidden size, the kv heads the heads")
 
 
 SMOKE = {

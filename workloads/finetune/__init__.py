@@ -73,6 +73,9 @@ class Config:
                 raise ConfigError(f"--set {name}={value}: no such file or folder")
         if self.model_file == "synthetic" or self.data_file == "random":
             raise ConfigError("model_file may be 'random', data_file 'synthetic'")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size}, num_heads {self.num_heads}, num_kv_heads"
+                              f" {self.num_kv_heads}: the heads must divide the hidden size, the kv heads the heads")
         for setup in SETUPS:
             micro, accumulation = self.batching(setup)
             if self.steps * micro * accumulation > self.train_examples:
