@@ -3,7 +3,7 @@
 A workload module defines, at module level (and imports its heavy libraries inside functions):
 
     @dataclass
-    class Config:            # field defaults are the study's own setup, each declared with param():
+    class Config:            # field defaults are the study's own setup, each declared (config_fields.param):
         batch: int = param(4, "sequences per step", min=1)   # meaning, type, range or choices
         def __post_init__(self): ...   # optional: rules across fields, raising ConfigError
     SMOKE: dict              # overrides that make a CPU-sized run of the same code path, in seconds
@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from gpubench import config_fields
 from gpubench.catalog import WorkloadSpec
-from gpubench.config_fields import ConfigError, param  # noqa: F401  (re-exported: workloads declare fields with it)
+from gpubench.config_fields import ConfigError  # noqa: F401  (re-exported: workloads raise it)
 
 
 @dataclass(frozen=True)
