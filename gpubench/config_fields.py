@@ -5,14 +5,15 @@
         batch: int = param(4, "sequences per training step", min=1)
         dtype: str = param("bfloat16", "the weights' and activations' dtype", choices=DTYPES)
 
-The field's type is its annotation (int, float, str, bool, or one of them | None). One checker serves
-`gpubench run --set` (and `--check`, which the launcher runs before it asks the API for anything) and
-`gpubench show` prints each field's meaning and allowed values from the same declaration.
+The field's type is its annotation (int, float, str, bool, or one of them | None). One checker reads the
+declarations for `gpubench run --set` and `--check` (which the launcher runs before it asks the API for anything),
+and `gpubench show` prints each field's meaning and allowed values from them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -99,6 +100,9 @@ def allowed(config_cls: type, name: str) -> str:
     return words + (", or none" if optional(config_cls, name) else "")
 
 
+_BAD = object()  # a text that is not of the field's type
+
+
 def _convert(text: str, kind: type, nullable: bool) -> Any:
     if nullable and text.lower() in ("", "none"):
         return None
@@ -112,7 +116,7 @@ def _convert(text: str, kind: type, nullable: bool) -> Any:
         return int(text)
     if kind is float:
         value = float(text)
-        if value != value:  # nan passes every comparison
+        if not math.isfinite(value):  # nan passes every comparison; inf would run forever
             raise ValueError(text)
         return value
     if kind is str:
@@ -136,9 +140,6 @@ def parse(config_cls: type, name: str, text: str) -> Any:
     if value is _BAD or (declared is not None and not declared.accepts(value)):
         raise ConfigError(f"--set {name}={text}: {name} must be {allowed(config_cls, name)}")
     return value
-
-
-_BAD = object()
 
 
 def check(config: Any) -> None:

@@ -37,6 +37,7 @@ def test_good_values_parse_to_the_fields_type(name, text, value):
     ("batch", "2.5", "--set batch=2.5: batch must be an integer >= 1"),
     ("lr", "2", "--set lr=2: lr must be a number from 0 to 1"),
     ("lr", "nan", "--set lr=nan: lr must be a number from 0 to 1"),
+    ("lr", "-inf", "--set lr=-inf: lr must be a number from 0 to 1"),
     ("dtype", "float99", "--set dtype=float99: dtype must be one of bfloat16, float32"),
     ("device", "tpu", "--set device=tpu: device must be auto (cuda when available, else cpu), cpu, cuda or cuda:N"),
     ("compile", "maybe", "--set compile=maybe: compile must be true or false"),
