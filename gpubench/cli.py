@@ -15,26 +15,20 @@ import click
 
 from gpubench import exit_codes, extras
 from gpubench.catalog import WORKLOADS
+from gpubench.cli_common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SETUP_FAILED,
+    EXIT_UPLOAD_FAILED,
+    CliError,
+    check_output_file,
+    default_results_dir,
+    price_from_launcher,
+    safe_argv,
+)
 from gpubench.loadgen.loadgen_cli import loadgen
 from gpubench.registry import UnknownName, pick
-
-EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.SETUPS_NOT_OK, exit_codes.BAD_INPUT
-EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = exit_codes.KEPT_LOCALLY, exit_codes.INTERRUPTED
-
-
-class CliError(click.ClickException):
-    exit_code = EXIT_BAD_INPUT
-
-
-def default_results_dir() -> str:
-    """GPUBENCH_RESULTS_DIR; inside a Runcrate job, its output folder (kept as artifacts); else ./gpubench-results."""
-    from gpubench.stores import DEFAULT_RESULTS_DIR
-
-    if os.environ.get("GPUBENCH_RESULTS_DIR"):
-        return os.environ["GPUBENCH_RESULTS_DIR"]
-    if os.environ.get("RUNCRATE_OUTPUT_DIR"):
-        return str(Path(os.environ["RUNCRATE_OUTPUT_DIR"]) / DEFAULT_RESULTS_DIR)
-    return DEFAULT_RESULTS_DIR
 
 
 def _split_setups(values: tuple[str, ...]) -> list[str]:
@@ -76,6 +70,7 @@ def show(workload: str) -> None:
     """One study: its setups, config fields and defaults, metrics, GPUs and image."""
     import dataclasses
 
+    from gpubench import config_fields
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -87,8 +82,11 @@ def show(workload: str) -> None:
     lines += [f"  {setup:<24} {notes.get(setup, '')}".rstrip() for setup in spec.setups]
     lines += ["", "config (--set NAME=VALUE; --smoke sets the values in brackets):"]
     for field in dataclasses.fields(module.Config):
-        smoke = f"  [{module.SMOKE[field.name]}]" if field.name in module.SMOKE else ""
+        smoke = f"  [{module.SMOKE[field.name]!r}]" if field.name in module.SMOKE else ""
+        declared = config_fields.declaration(field)
         lines.append(f"  {field.name:<24} {field.default!r}{smoke}")
+        allowed = config_fields.allowed(module.Config, field.name)
+        lines.append(f"      {declared.meaning if declared else ''}. Allowed: {allowed}")
     lines += ["", "metrics:"]
     for name, metric in module.METRICS.items():
         better = f", {metric.better} is better" if metric.better else ""
@@ -179,8 +177,11 @@ def images(as_json: bool) -> None:
               help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@click.option("--check", "check_only", is_flag=True,
+              help="Only check the arguments and the config (--set) against the workload's declarations: exit 0 or 2,"
+                   " nothing runs or is written (gpubench-launch runs this before any API request).")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume, gpus, on_cpu, as_json) -> None:
+        cache_volume, gpus, on_cpu, as_json, check_only) -> None:
     """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
@@ -191,7 +192,9 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     from gpubench.workload import build_config, load_module, parse_overrides
 
     spec = WORKLOADS.get(workload)
-    if docker:
+    if check_only:
+        pass  # the machine that runs it brings the extras (the image)
+    elif docker:
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
         extras.require(spec.extra, f"gpubench run {workload}")
@@ -204,19 +207,22 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         raise CliError("--gpus applies only with --docker (the container's GPUs); add --docker or drop --gpus")
     if repeats < 1:
         raise CliError(f"--repeats must be at least 1 (got {repeats})")
-    if price is None:
-        price = _price_from_launcher()
+    if price is None and not check_only:
+        price = price_from_launcher()
     if price is not None and price <= 0:
         raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
-    results_dir = results_dir or default_results_dir()
-    stores.check_local_dir(results_dir)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
     if not runid.is_run_id(run_id):
         raise CliError(f"bad run id {run_id!r}")
+    module = load_module(spec)
+    config = build_config(module, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
+    if check_only:
+        click.echo(f"gpubench: {workload}: arguments and config are valid", err=True)
+        return
+    results_dir = results_dir or default_results_dir()
+    stores.check_local_dir(results_dir)
     if not docker:
-        module = load_module(spec)
-        config = build_config(module, smoke, parse_overrides(list(overrides)))
         weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
@@ -242,7 +248,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
                                  config=config, price_usd_per_hour=price, weights=weights,
                                  weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
             runner = Runner(request, run_dir, echo=view.print if view else None)
-            outcome = runner.run(argv=_safe_argv(), store_url=target.url if target else None).status
+            outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
     code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
@@ -261,31 +267,6 @@ def _refuse_full_size_without_gpu(spec) -> None:
     if spec.gpu_count and not environment.gpu_names():
         raise CliError(f"no GPU found (nvidia-smi): the full-size {spec.name} study would run for hours on the CPU;"
                        " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
-
-
-def _price_from_launcher() -> float | None:
-    """A launcher's price: one (GPUBENCH_PRICE_USD_PER_HOUR), or one per candidate GPU, matched to this GPU."""
-    from gpubench import environment, pricing
-
-    if os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
-        try:
-            return float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
-        except ValueError:
-            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
-    if not os.environ.get("GPUBENCH_PRICES_USD_PER_HOUR"):
-        return None
-    try:
-        prices = pricing.parse_prices(os.environ["GPUBENCH_PRICES_USD_PER_HOUR"])
-    except pricing.PriceError as exc:
-        raise CliError(str(exc)) from None
-    gpus = environment.gpu_names()
-    match = pricing.price_for(prices, gpus)
-    if match is None:
-        click.echo(f"gpubench: no price for {', '.join(gpus) or 'this machine'} among {', '.join(prices)};"
-                   " costs are left out", err=True)
-        return None
-    click.echo(f"gpubench: costed at {match[0]}'s ${match[1]:g}/h", err=True)
-    return match[1]
 
 
 def _weights_needed(module, spec, setups, config) -> list[str]:
@@ -351,11 +332,6 @@ def _container_args(workload, setups, smoke, repeats, price, overrides, weights,
     return args
 
 
-def _safe_argv() -> list[str]:
-    """The command line as given; gpubench takes no secrets as arguments."""
-    return ["gpubench", *sys.argv[1:]]
-
-
 @cli.command()
 @click.argument("run_dirs", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix (default: where the run meant to go).")
@@ -408,6 +384,7 @@ def report(paths, html_file) -> None:
 
     if html_file:
         extras.require("report", "gpubench report --html", ("matplotlib",))
+        check_output_file(html_file, "--html")
     try:
         built = reports.build(stored.discover(list(paths), on_progress=progress))
     except (stored.StoredRunError, StoreError, ValueError) as exc:
@@ -417,11 +394,16 @@ def report(paths, html_file) -> None:
         if partial:
             click.echo(f"gpubench: {workload.spec.name}: partial runs (no run_finished) on {', '.join(partial)};"
                        " their rows are shown as they are", err=True)
-    click.echo(reports.markdown(built))
     if html_file:
         from gpubench.report_html import render
 
-        html_file.write_text(render(built))
+        page = render(built)
+        try:
+            html_file.write_text(page)
+        except OSError as exc:
+            raise CliError(f"--html {html_file}: {exc.strerror or exc}") from None
+    click.echo(reports.markdown(built))
+    if html_file:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 

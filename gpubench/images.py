@@ -1,11 +1,11 @@
-"""The workloads' Docker images: their references, their folders under images/, and the checks on them.
+"""The workloads' Docker images: their references, their folders under images/, what their files pin, and baking
+weights into one (`python -m gpubench.images bake-weights`, run inside the Dockerfiles).
 
 Every workload in the catalog has `images/<name>/` with a Dockerfile, a requirements.in and a
 requirements.lock (exact versions with hashes, linux x86_64, Python 3.12). Folders whose name starts
 with "_" hold shared layer stacks (images/_layers/), not workloads. A workload image builds on one of
 the STACKS (`FROM ${BASE_IMAGE}` or `FROM ${VLLM_BASE_IMAGE}`) and locks only what it adds on top.
-The check_* functions return findings that name a file and a line; the tests run them on the real tree
-and on small bad inputs.
+The repository's checks on those files live in tools/image_checks.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from gpubench.catalog import WORKLOADS, WorkloadSpec
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGES = "images"
-CATALOG = "gpubench/catalog.py"
 CACHE_DIR = "/cache"  # the image's cache volume; HF_HOME lives under it
 HF_HOME = f"{CACHE_DIR}/huggingface"
 BAKED_WEIGHTS = "/opt/gpubench/weights"  # HF_HUB_CACHE of an image built with WEIGHTS=bake
@@ -82,7 +81,7 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _rel(path: Path, root: Path) -> str:
+def relative(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
@@ -115,7 +114,7 @@ def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[
     seen = _seen if _seen is not None else set()
     pins: dict[str, Pin] = {}
     findings: list[Finding] = []
-    where = _rel(path, root)
+    where = relative(path, root)
     if path.resolve() in seen:
         return pins, findings
     seen.add(path.resolve())
@@ -147,34 +146,6 @@ def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[
             continue
         pins[name] = Pin(name, exact.group(1) if exact else None, spec, len(_HASH.findall(text)), line, where)
     return pins, findings
-
-
-def check_lock(lock: Path, requirements_in: Path | None = None, root: Path = REPO) -> list[Finding]:
-    """A lock is complete and hashed: every entry pinned with == and hashed, every input requirement present."""
-    where = _rel(lock, root)
-    if not lock.exists():
-        return [Finding(where, 1, "missing: run python tools/lock_images.py")]
-    pins, findings = parse_requirements(lock, root)
-    for pin in pins.values():
-        if pin.version is None:
-            findings.append(Finding(where, pin.line, f"{pin.name} is not pinned to one version "
-                                                     f"({pin.spec or 'any version'}); a lock pins ==X.Y.Z"))
-        elif not pin.hashes:
-            findings.append(Finding(where, pin.line, f"{pin.name}=={pin.version} has no --hash"))
-    if not pins:
-        findings.append(Finding(where, 1, "lock pins nothing"))
-    if requirements_in is not None and requirements_in.exists():
-        wanted, problems = parse_requirements(requirements_in, root)
-        findings += problems
-        for name, want in wanted.items():
-            have = pins.get(name)
-            source = f"{want.path}:{want.line}"
-            if have is None:
-                findings.append(Finding(where, 1, f"{name} from {source} is missing from the lock"))
-            elif want.version and have.version and want.version != have.version:
-                findings.append(Finding(where, have.line, f"{name}=={have.version} but {source} asks for "
-                                                          f"=={want.version}"))
-    return findings
 
 
 def locked_versions(lock: Path) -> dict[str, str | None]:
@@ -262,46 +233,6 @@ def image_refs(path: Path) -> list[ImageRef]:
     return refs
 
 
-_PIP_INSTALL = re.compile(r"\b(?:uv\s+)?pip3?\s+install\b(.*?)(?:&&|\|\||;|$)")
-_TAKES_VALUE = {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
-                "--extra-index-url", "-f", "--find-links", "-t", "--target", "--python", "-p", "--prefix",
-                "--root", "--cache-dir", "--src", "--platform", "--python-version", "--python-platform"}
-
-
-def check_dockerfile(path: Path, root: Path = REPO) -> list[Finding]:
-    """Floating base images (no tag, or `latest`) and packages installed without an exact version."""
-    where = _rel(path, root)
-    if not path.exists():
-        return [Finding(where, 1, "missing")]
-    findings = []
-    for ref in image_refs(path):
-        shown = ref.written if ref.written == ref.ref else f"{ref.written} (= {ref.ref})"
-        if "$" in ref.ref:
-            findings.append(Finding(where, ref.line, f"{ref.via} {shown}: give the ARG a pinned default"))
-        elif ref.digest:
-            continue
-        elif ref.tag is None:
-            findings.append(Finding(where, ref.line, f"{ref.via} {shown} has no tag: pin a version"))
-        elif ref.tag == "latest":
-            findings.append(Finding(where, ref.line, f"{ref.via} {shown} uses a floating tag: pin a version"))
-    for line, keyword, rest in dockerfile_instructions(path):
-        if keyword != "RUN":
-            continue
-        for install in _PIP_INSTALL.finditer(rest):
-            words, skip = install.group(1).split(), False
-            for word in words:
-                if skip:
-                    skip = False
-                elif word.startswith("-"):
-                    skip = word in _TAKES_VALUE
-                elif word.startswith(("/", ".", "$", "\"$")) or "==" in word:
-                    continue
-                else:
-                    findings.append(Finding(where, line, f"installs {word.strip(chr(34) + chr(39))} without an exact "
-                                                         f"version (pin it with == or install from a lock)"))
-    return findings
-
-
 # ---- the workloads' folders ---------------------------------------------------------------------------------------
 
 def folder(spec: WorkloadSpec, root: Path = REPO) -> Path:
@@ -313,13 +244,13 @@ def image_ref(spec: WorkloadSpec) -> str:
     return spec.image
 
 
-def _provider(dependency: str, sources: list[tuple[str, ImageRef]]) -> tuple[str, ImageRef] | None:
+def image_provider(dependency: str, sources: list[tuple[str, ImageRef]]) -> tuple[str, ImageRef] | None:
     """The image a dependency comes from (vllm from vllm/vllm-openai) and the file naming it, if there is one."""
     repository = FROM_IMAGE.get(dependency)
     return next(((f, r) for f, r in sources if repository and r.repository.endswith(repository)), None)
 
 
-def _image_version(ref: ImageRef) -> str | None:
+def image_version(ref: ImageRef) -> str | None:
     return (ref.tag or "").removeprefix("v") or None
 
 
@@ -335,86 +266,11 @@ def stack_of(dockerfile: Path) -> Stack | None:
 
 def image_sources(dockerfile: Path, root: Path = REPO) -> list[tuple[str, ImageRef]]:
     """(file, image) for the images a workload builds on: its Dockerfile's own, then those of the stack under it."""
-    sources = [(_rel(dockerfile, root), ref) for ref in image_refs(dockerfile)]
+    sources = [(relative(dockerfile, root), ref) for ref in image_refs(dockerfile)]
     stack = stack_of(dockerfile)
     if stack is not None and (root / stack.dockerfile).exists():
         sources += [(stack.dockerfile, ref) for ref in image_refs(root / stack.dockerfile)]
     return sources
-
-
-def _catalog_line(name: str, root: Path) -> int:
-    catalog = root / CATALOG
-    if catalog.exists():
-        for number, text in enumerate(catalog.read_text().splitlines(), 1):
-            if f'WORKLOADS.add("{name}"' in text:
-                return number
-    return 1
-
-
-def check_registry(names, root: Path = REPO) -> list[Finding]:
-    """Every registered workload has an image folder, and every folder belongs to a workload."""
-    findings = []
-    images = root / IMAGES
-    folders = {p.name for p in images.iterdir() if p.is_dir() and not p.name.startswith("_")} if images.is_dir() \
-        else set()
-    for name in names:
-        if name not in folders:
-            findings.append(Finding(CATALOG, _catalog_line(name, root),
-                                    f"workload {name!r} has no image: create {IMAGES}/{name}/"))
-    for name in sorted(folders - set(names)):
-        findings.append(Finding(f"{IMAGES}/{name}/Dockerfile", 1,
-                                f"{IMAGES}/{name}/ belongs to no workload in {CATALOG}"))
-    return findings
-
-
-def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]:
-    """One workload's folder: files present, Dockerfile pinned, lock complete, versions as the catalog declares."""
-    base = root / IMAGES / spec.name
-    rel = f"{IMAGES}/{spec.name}"
-    dockerfile, req_in, lock = base / "Dockerfile", base / "requirements.in", base / "requirements.lock"
-    findings = [Finding(f"{rel}/{p.name}", 1, "missing") for p in (dockerfile, req_in) if not p.exists()]
-    findings += check_lock(lock, req_in, root)
-    if not dockerfile.exists():
-        return findings
-    findings += check_dockerfile(dockerfile, root)
-    text = dockerfile.read_text()
-    if f"{rel}/requirements.lock" not in text:
-        findings.append(Finding(f"{rel}/Dockerfile", 1, f"does not install {rel}/requirements.lock"))
-    pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
-    sources = image_sources(dockerfile, root)
-    for dep, version in spec.dependencies.items():
-        provider = _provider(dep, sources)
-        if provider is not None:
-            where, ref = provider
-            if _image_version(ref) != version:
-                findings.append(Finding(where, ref.line, f"{ref.ref} but {CATALOG}:"
-                                        f"{_catalog_line(spec.name, root)} declares {dep} {version}"))
-            continue
-        pin = pins.get(normalize(dep))
-        if pin is None:
-            findings.append(Finding(f"{rel}/requirements.lock", 1, f"{dep} is not locked; {CATALOG}:"
-                                    f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
-        elif pin.version != version:
-            findings.append(Finding(f"{rel}/requirements.lock", pin.line, f"{dep}=={pin.version} but {CATALOG}:"
-                                    f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
-    stack = stack_of(dockerfile)
-    if stack is not None:
-        findings += check_same_stack(lock, root / stack.lock, root)
-    return findings
-
-
-def check_same_stack(lock: Path, stack_lock: Path, root: Path = REPO) -> list[Finding]:
-    """A lock installed over a stack keeps every pin of the stack's lock, so nothing under it is reinstalled."""
-    if not lock.exists() or not stack_lock.exists():
-        return []
-    pins, stack = locked_versions(lock), parse_requirements(stack_lock, root)[0]
-    where, findings = _rel(lock, root), []
-    for name, pin in stack.items():
-        if pins.get(name) != pin.version:
-            got = f"{name}=={pins[name]}" if name in pins else f"no {name}"
-            findings.append(Finding(where, 1, f"{got} but the stack "
-                                              f"{_rel(stack_lock, root)}:{pin.line} pins =={pin.version}"))
-    return findings
 
 
 def image_rows(root: Path = REPO) -> list[dict]:
@@ -427,8 +283,8 @@ def image_rows(root: Path = REPO) -> list[dict]:
         sources = image_sources(dockerfile, root) if dockerfile.exists() else []
         locked = {}
         for dep in spec.dependencies:
-            provider = _provider(dep, sources)
-            locked[dep] = _image_version(provider[1]) if provider else pins.get(normalize(dep))
+            provider = image_provider(dep, sources)
+            locked[dep] = image_version(provider[1]) if provider else pins.get(normalize(dep))
         rows.append({"name": spec.name, "image": image_ref(spec), "folder": f"{IMAGES}/{spec.name}",
                      "implemented": spec.implemented, "locked": locked})
     return rows

@@ -3,8 +3,9 @@
 A workload module defines, at module level (and imports its heavy libraries inside functions):
 
     @dataclass
-    class Config:            # field defaults are the study's own setup
-        ...
+    class Config:            # field defaults are the study's own setup, each declared (config_fields.param):
+        batch: int = param(4, "sequences per step", min=1)   # meaning, type, range or choices
+        def __post_init__(self): ...   # optional: rules across fields, raising ConfigError
     SMOKE: dict              # overrides that make a CPU-sized run of the same code path, in seconds
     METRICS: dict[str, MetricDef]   # every metric it may report, with unit and direction
     def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
@@ -36,12 +37,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpubench import config_fields
 from gpubench.catalog import WorkloadSpec
+from gpubench.config_fields import ConfigError  # noqa: F401  (re-exported: workloads raise it)
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,6 @@ class SetupContext:
 
 class SetupSkipped(Exception):
     """A setup that cannot run here for a stated reason (no hub, too few GPUs); never a made-up number."""
-
-
-class ConfigError(ValueError):
-    """A bad --set override or config; str() is a one-line message."""
 
 
 class NotImplementedWorkload(ValueError):
@@ -113,24 +111,6 @@ def groups(module: types.ModuleType, setups: list[str], config: Any) -> list[lis
     return out
 
 
-def _coerce(name: str, raw: str, annotation: Any) -> Any:
-    target = annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        target = next(a for a in typing.get_args(annotation) if a is not type(None))
-    try:
-        if target is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        if target in (int, float, str):
-            return target(raw)
-    except ValueError:
-        raise ConfigError(f"--set {name}={raw}: expected {target.__name__}") from None
-    raise ConfigError(f"--set {name}: fields of type {annotation} cannot be set from the command line")
-
-
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
     overrides = {}
     for pair in pairs:
@@ -142,13 +122,11 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def build_config(module: types.ModuleType, smoke: bool, overrides: dict[str, str]) -> Any:
-    """The study's defaults, then the smoke size if asked, then the user's --set overrides."""
-    config_cls = module.Config
-    hints = typing.get_type_hints(config_cls)
-    fields = {f.name for f in dataclasses.fields(config_cls)}
+    """The study's defaults, then the smoke size if asked, then the user's --set overrides, each field checked
+    against its declaration (gpubench/config_fields.py)."""
     values: dict[str, Any] = dict(module.SMOKE) if smoke else {}
     for name, raw in overrides.items():
-        if name not in fields:
-            raise ConfigError(f"--set {name}: unknown config field; valid: {', '.join(sorted(fields))}")
-        values[name] = _coerce(name, raw, hints[name])
-    return config_cls(**values)
+        values[name] = config_fields.parse(module.Config, name, raw)
+    config = module.Config(**values)  # its __post_init__ checks rules across fields (ConfigError)
+    config_fields.check(config)
+    return config

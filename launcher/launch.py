@@ -53,7 +53,7 @@ async def fetch_types(client, redact: Redactor) -> list:
 
 async def _launch(o: LaunchOptions) -> int:
     from gpubench.launcher.pace import Pace
-    from gpubench.launcher.plan import resolve_gpu, resolve_setups, resolve_workload
+    from gpubench.launcher.plan import resolve_gpu, resolve_setups, resolve_workload, run_command
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     redact = Redactor()
@@ -72,6 +72,11 @@ async def _launch(o: LaunchOptions) -> int:
             check_local_dir(o.results_dir)
     except StoreError as exc:
         raise LaunchError(str(exc)) from None
+    command = run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights)
+    if not o.job_command:
+        from gpubench.launcher.run_check import check_run_command
+
+        check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
 
     client = make_client()
     try:

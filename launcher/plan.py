@@ -139,8 +139,8 @@ def resolve_setups(spec: WorkloadSpec, setups: str | None) -> list[str] | None:
 
 
 def check_overrides(overrides: tuple[str, ...] | list[str]) -> list[str]:
-    """--set NAME=VALUE pairs, checked for form here (the launcher never imports workload code); the job's own
-    `gpubench run` refuses an unknown name or a bad value before it measures anything (exit 2)."""
+    """--set NAME=VALUE pairs, checked for form here (the launcher never imports workload code); names and values
+    are checked against the workload's declarations by the job's own `gpubench run --check` (run_check.py)."""
     for pair in overrides:
         name, sep, _ = pair.partition("=")
         if not sep or not name.strip().isidentifier():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gpubench.workloads import cold_start_checkpoint as checkpoint
+from gpubench.workloads.cold_start import checkpoint
 
 QWEN_7B = checkpoint.Shape(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4, intermediate_size=18944,
                            vocab_size=152064, shards=4)

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from clirun import gpubench
 
-from gpubench.workloads import cold_start, cold_start_checkpoint
+from gpubench.workloads import cold_start
+from gpubench.workloads.cold_start import checkpoint as cold_start_checkpoint
 
 REPO = cold_start.SMOKE["model_id"]
 COMMIT = "c0ffee" * 6 + "c0de"

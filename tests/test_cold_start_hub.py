@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gpubench.workloads import cold_start_hub as hub
+from gpubench.workloads.cold_start import hub
 
 REPO = "Qwen/Qwen2.5-7B-Instruct"
 

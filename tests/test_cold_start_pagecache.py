@@ -2,7 +2,7 @@
 
 import os
 
-from gpubench.workloads import cold_start_pagecache as pagecache
+from gpubench.workloads.cold_start import pagecache
 
 
 def _written(tmp_path, name="blob", size=32 << 20):

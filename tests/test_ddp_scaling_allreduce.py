@@ -2,7 +2,8 @@
 
 import pytest
 
-from gpubench.workloads import ddp_allreduce, ddp_scaling
+from gpubench.workloads import ddp_scaling
+from gpubench.workloads.ddp_scaling import allreduce as ddp_allreduce
 
 
 def test_sizes_double_from_8_mb_to_1_gb():

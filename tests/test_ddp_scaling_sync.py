@@ -13,7 +13,7 @@ RANK_SCRIPT = r"""
 import json, sys
 import torch
 from gpubench.workloads import ddp_scaling
-from gpubench.workloads.ddp_model import GPT
+from gpubench.workloads.ddp_scaling.model import GPT
 
 config = ddp_scaling.Config(device="cpu", **ddp_scaling.SMOKE)
 group = ddp_scaling.join_group(ddp_scaling.Recipe(2, "124m"), config)

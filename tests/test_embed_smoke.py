@@ -3,7 +3,7 @@
 import pytest
 from clirun import gpubench
 
-from gpubench.workloads.embed_model import BGE, MAX_POSITIONS, VOCAB_SIZE
+from gpubench.workloads.embed.model import BGE, MAX_POSITIONS, VOCAB_SIZE
 
 PRICE = 0.54
 

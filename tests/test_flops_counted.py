@@ -101,7 +101,8 @@ def test_qlora_counts_its_4bit_base_like_lora_and_both_skip_the_frozen_weight_gr
 def test_sdxl_per_image_count_from_one_and_two_steps_equals_the_whole_generation():
     import torch
 
-    from gpubench.workloads import sdxl, sdxl_components
+    from gpubench.workloads import sdxl
+    from gpubench.workloads.sdxl import components as sdxl_components
 
     config = dataclasses.replace(build_config(sdxl, True, {}), steps=3)
     pipe = sdxl_components.random_pipeline(config.architecture, "cpu", torch.float32)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from repo_tools import load
+
 from gpubench.catalog import WorkloadSpec
-from gpubench.images import (
-    VLLM_BASE,
-    check_dockerfile,
-    check_lock,
-    check_registry,
-    check_same_stack,
-    check_workload_image,
-)
+from gpubench.images import VLLM_BASE
+
+checks = load("image_checks")
+check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.check_lock, checks.check_registry
+check_same_stack, check_workload_image = checks.check_same_stack, checks.check_workload_image
 
 HASH = "--hash=sha256:" + "a" * 64
 

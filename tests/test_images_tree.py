@@ -6,6 +6,7 @@ import re
 import tomllib
 
 import pytest
+from repo_tools import load
 
 from gpubench import __version__
 from gpubench.catalog import WORKLOADS
@@ -16,10 +17,6 @@ from gpubench.images import (
     REPO,
     STACKS,
     VLLM_BASE,
-    check_dockerfile,
-    check_lock,
-    check_registry,
-    check_workload_image,
     dockerfile_instructions,
     image_ref,
     image_refs,
@@ -28,6 +25,10 @@ from gpubench.images import (
     parse_requirements,
     stack_of,
 )
+
+checks = load("image_checks")
+check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.check_lock, checks.check_registry
+check_workload_image = checks.check_workload_image
 
 SPECS = list(WORKLOADS)
 DOCKERFILES = [*(REPO / s.dockerfile for s in STACKS), *(REPO / "images" / s.name / "Dockerfile" for s in SPECS)]

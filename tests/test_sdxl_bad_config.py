@@ -6,7 +6,7 @@ from clirun import gpubench
 
 @pytest.mark.parametrize(("override", "says"), [
     ("timed_images_b4=6", "timed_images_b4=6: must be a positive multiple of 4"),
-    ("architecture=sdxl-turbo", "valid: sdxl-base, tiny"),
+    ("architecture=sdxl-turbo", "architecture must be one of sdxl-base, tiny"),
     ("height=100", "multiples of 8"),
 ])
 def test_bad_override(tmp_path, override, says):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpubench.workloads.sdxl_components import SDXL_BASE, local_clip_tokenizer
+from gpubench.workloads.sdxl.components import SDXL_BASE, local_clip_tokenizer
 
 torch = pytest.importorskip("torch")
 diffusers = pytest.importorskip("diffusers")

@@ -7,7 +7,7 @@ the base repo, a plain VAE repo), so the real from_pretrained path runs on the C
 import pytest
 from clirun import gpubench
 
-from gpubench.workloads.sdxl_components import BASE_REPO, VAE_REPO, random_pipeline
+from gpubench.workloads.sdxl.components import BASE_REPO, VAE_REPO, random_pipeline
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from clirun import gpubench
 
-from gpubench.workloads import whisper_audio
+from gpubench.workloads.whisper import audio as whisper_audio
 
 
 def write_split(folder: Path, split: str, names: list[str]) -> None:

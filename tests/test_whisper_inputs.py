@@ -7,8 +7,9 @@ import pytest
 import torch
 from clirun import gpubench
 
-from gpubench.workloads import whisper_audio, whisper_random
 from gpubench.workloads.whisper import _first_seconds
+from gpubench.workloads.whisper import audio as whisper_audio
+from gpubench.workloads.whisper import random_weights as whisper_random
 
 
 def test_a_folder_missing_some_references_is_refused_with_its_names(tmp_path):

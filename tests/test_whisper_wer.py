@@ -5,8 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpubench.workloads import whisper_audio, whisper_engines
-from gpubench.workloads.whisper_text import corpus_wer, normalize
+from gpubench.workloads.whisper import audio as whisper_audio
+from gpubench.workloads.whisper import engines as whisper_engines
+from gpubench.workloads.whisper.text import corpus_wer, normalize
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,15 @@ import sys
 import time
 from dataclasses import dataclass
 
+from gpubench.config_fields import DEVICE, param
 from gpubench.workload import MetricDef, SetupContext
 
 
 @dataclass
 class Config:
-    size: int = 4096
-    device: str = "auto"  # cuda when available, else cpu
-    warm_repeats: int = 10
+    size: int = param(4096, "the square fp32 matrices' side", min=1)
+    device: str = param("auto", "where it runs", **DEVICE)
+    warm_repeats: int = param(10, "warm matmuls timed after the first", min=1)
 
 
 SMOKE = {"size": 256, "warm_repeats": 3}

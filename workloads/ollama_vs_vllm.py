@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpubench.config_fields import param
 from gpubench.workload import SetupContext
 from gpubench.workloads import serving_common as common
 
@@ -32,19 +33,19 @@ PROMPTS = tuple(f"Explain {topic} to a new engineer who just joined the team. Ke
 
 @dataclass
 class Config(common.ServingConfig):
-    gpu_memory_utilization: float = 0.92
-    max_model_len: int = 4096
-    output_tokens: int = 256
-    gsm8k_questions: int = 250
-    gsm8k_concurrency: int = 16
-    gsm8k_max_tokens: int = 512
-    ollama_bin: str = "ollama"
-    ollama_q4_tag: str = "qwen2.5:7b-instruct-q4_K_M"
-    ollama_q8_tag: str = "qwen2.5:7b-instruct-q8_0"
-    ollama_num_parallel: int = 16
-    ollama_context_length: int = 4096
-    ollama_keep_alive: str = "-1"
-    ollama_models: str = ""  # OLLAMA_MODELS; empty: the environment's (the image: /cache/ollama)
+    gpu_memory_utilization: float = param(0.92, "vLLM's --gpu-memory-utilization", min=0.01, max=1)
+    max_model_len: int = param(4096, "vLLM's --max-model-len, tokens", min=16)
+    output_tokens: int = param(256, "tokens generated per request", min=1)
+    gsm8k_questions: int = param(250, "GSM8K questions scored", min=0)
+    gsm8k_concurrency: int = param(16, "GSM8K requests in flight", min=1)
+    gsm8k_max_tokens: int = param(512, "max tokens per GSM8K answer", min=1)
+    ollama_bin: str = param("ollama", "the ollama executable")
+    ollama_q4_tag: str = param("qwen2.5:7b-instruct-q4_K_M", "the Q4 model's Ollama tag")
+    ollama_q8_tag: str = param("qwen2.5:7b-instruct-q8_0", "the Q8 model's Ollama tag")
+    ollama_num_parallel: int = param(16, "OLLAMA_NUM_PARALLEL", min=1)
+    ollama_context_length: int = param(4096, "OLLAMA_CONTEXT_LENGTH, tokens", min=16)
+    ollama_keep_alive: str = param("-1", "OLLAMA_KEEP_ALIVE (-1: forever)")
+    ollama_models: str = param("", "OLLAMA_MODELS; empty: the environment's (the image: /cache/ollama)")
 
 
 SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,

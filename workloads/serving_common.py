@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpubench.config_fields import param
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
 from gpubench.loadgen.metrics import LOAD_METRICS
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
@@ -49,16 +50,18 @@ METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
 class ServingConfig:
     """Fields every serving workload has; each workload's Config adds the study's load."""
 
-    model: str = STUDY_MODEL  # the Hub repo: the served model name, and the weights looked up locally
-    model_shape: str = "study"  # "study": the repo's weights (or random at its shape); "tiny": a 2-layer Qwen2
-    dtype: str = "bfloat16"
-    gpu_memory_utilization: float = 0.90
-    vllm_python: str = ""  # empty: $GPUBENCH_VLLM_PYTHON, else this Python or python3 when it imports vllm
-    enforce_eager: bool = False  # vLLM --enforce-eager: the CPU smoke skips compilation
-    cpu_kvcache_gib: int = 0  # vLLM CPU build only (VLLM_CPU_KVCACHE_SPACE); 0: leave it unset
-    ready_timeout_s: float = 1200.0
-    max_requests: int = 0  # >0 caps every load setup's request count (smoke); 0: the study's counts
-    gsm8k_questions: int = 0  # 0: the study's count
+    model: str = param(STUDY_MODEL, "the Hub repo: the served model name, and the weights looked up locally")
+    model_shape: str = param("study", "study: the repo's weights (or random at its shape); tiny: a 2-layer Qwen2",
+                             choices=("study", "tiny"))
+    dtype: str = param("bfloat16", "vLLM's --dtype", choices=("auto", "bfloat16", "float16", "float32"))
+    gpu_memory_utilization: float = param(0.90, "vLLM's --gpu-memory-utilization", min=0.01, max=1)
+    vllm_python: str = param("",
+                             "the Python that imports vllm; empty: $GPUBENCH_VLLM_PYTHON, else this Python or python3")
+    enforce_eager: bool = param(False, "vLLM --enforce-eager: the CPU smoke skips compilation")
+    cpu_kvcache_gib: int = param(0, "vLLM CPU build only (VLLM_CPU_KVCACHE_SPACE); 0: leave it unset", min=0)
+    ready_timeout_s: float = param(1200.0, "how long the server may take to answer /v1/models", min=1)
+    max_requests: int = param(0, ">0 caps every load setup's request count (smoke); 0: the study's counts", min=0)
+    gsm8k_questions: int = param(0, "GSM8K questions scored; 0: the study's count", min=0)
 
 
 def weights_for(config: ServingConfig) -> list[str]:
@@ -232,7 +235,7 @@ def gpu_memory_peak():
     """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
     peak = _Peak()
     try:
-        from gpubench.workloads.whisper_memory import GpuMemorySampler
+        from gpubench.gpu_memory import GpuMemorySampler
 
         sampler = GpuMemorySampler()
     except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out

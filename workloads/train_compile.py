@@ -15,27 +15,34 @@ import time
 from dataclasses import dataclass
 
 from gpubench import compile_cache
+from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.stats import percentile
-from gpubench.workload import MetricDef, SetupContext
+from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 
 @dataclass
 class Config:
-    vocab_size: int = 32000
-    hidden_size: int = 1024
-    intermediate_size: int = 4096
-    num_layers: int = 24
-    num_heads: int = 16
-    batch: int = 4
-    seq_len: int = 2048
-    lr: float = 1e-4
-    warmup_steps: int = 4
-    timed_steps: int = 20
-    dtype: str = "bfloat16"
-    device: str = "auto"  # cuda when available, else cpu
-    compile_mode: str = "default"  # the study tested torch.compile's default mode only
-    cold_compile_cache: bool = True  # fresh inductor/Triton cache per compiled setup: first_step_s as on a new host
-    seed: int = 0
+    vocab_size: int = param(32000, "vocabulary size of the random Llama model", min=2)
+    hidden_size: int = param(1024, "the model's hidden size", min=1)
+    intermediate_size: int = param(4096, "the MLP's inner size", min=1)
+    num_layers: int = param(24, "decoder layers", min=1)
+    num_heads: int = param(16, "attention heads (hidden_size must divide by it)", min=1)
+    batch: int = param(4, "sequences per training step", min=1)
+    seq_len: int = param(2048, "tokens per sequence", min=1)
+    lr: float = param(1e-4, "AdamW learning rate", min=0)
+    warmup_steps: int = param(4, "untimed steps after the first one", min=0)
+    timed_steps: int = param(20, "timed training steps", min=1)
+    dtype: str = param("bfloat16", "the model's dtype", choices=DTYPES)
+    device: str = param("auto", "where it runs", **DEVICE)
+    compile_mode: str = param("default", "torch.compile's mode (the study tested the default only)",
+                              choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"))
+    cold_compile_cache: bool = param(True,
+                                     "a fresh inductor/Triton cache per compiled setup: first_step_s as on a new host")
+    seed: int = param(0, "random seed of weights and tokens", min=0)
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size} does not divide by num_heads {self.num_heads}")
 
 
 SMOKE = {

@@ -13,20 +13,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workload import MetricDef, SetupContext
+from gpubench.config_fields import param
+from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads import serving_common as common
 
 
 @dataclass
 class Config(common.ServingConfig):
-    max_model_len: int = 4096
-    input_tokens: int = 512
-    output_tokens: int = 256
-    seed: int = 42
-    fp8_quantization: str = "fp8"  # the FP8 mode's --quantization
-    gsm8k_questions: int = 300
-    gsm8k_concurrency: int = 64
-    gsm8k_max_tokens: int = 768
+    max_model_len: int = param(4096, "vLLM's --max-model-len, tokens", min=16)
+    input_tokens: int = param(512, "prompt tokens per request", min=1)
+    output_tokens: int = param(256, "tokens generated per request", min=1)
+    seed: int = param(42, "random seed of the prompts", min=0)
+    fp8_quantization: str = param("fp8", "the FP8 mode's --quantization; empty: none (the CPU smoke)")
+    gsm8k_questions: int = param(300, "GSM8K questions scored", min=0)
+    gsm8k_concurrency: int = param(64, "GSM8K requests in flight", min=1)
+    gsm8k_max_tokens: int = param(768, "max tokens per GSM8K answer", min=1)
+
+    def __post_init__(self):
+        if self.input_tokens + self.output_tokens > self.max_model_len:
+            raise ConfigError(f"input_tokens {self.input_tokens} + output_tokens {self.output_tokens} is more than"
+                              f" max_model_len {self.max_model_len}")
 
 
 # vLLM's CPU build has no FP8 kernels (its static_scaled_fp8_quant op is a stub), so the smoke's "fp8" server

@@ -13,17 +13,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workload import MetricDef, SetupContext
+from gpubench.config_fields import param
+from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads import serving_common as common
 
 
 @dataclass
 class Config(common.ServingConfig):
-    max_model_len: int = 8192
-    prefix_short: int = 1000  # the p1000 setups' shared prefix, tokens
-    prefix_long: int = 4000  # the p4000 setups'
-    unique_tokens: int = 200
-    output_tokens: int = 128
+    max_model_len: int = param(8192, "vLLM's --max-model-len, tokens", min=16)
+    prefix_short: int = param(1000, "the p1000 setups' shared prefix, tokens", min=1)
+    prefix_long: int = param(4000, "the p4000 setups' shared prefix, tokens", min=1)
+    unique_tokens: int = param(200, "unique prompt tokens after the prefix", min=1)
+    output_tokens: int = param(128, "tokens generated per request", min=1)
+
+    def __post_init__(self):
+        longest = max(self.prefix_short, self.prefix_long) + self.unique_tokens + self.output_tokens
+        if longest > self.max_model_len:
+            raise ConfigError(f"the longest request ({longest} tokens: prefix, unique_tokens, output_tokens) is more"
+                              f" than max_model_len {self.max_model_len}")
 
 
 SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 2048,

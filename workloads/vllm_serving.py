@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpubench.workload import SetupContext
+from gpubench.config_fields import param
+from gpubench.workload import ConfigError, SetupContext
 from gpubench.workloads import serving_common as common
 
 
 @dataclass
 class Config(common.ServingConfig):
-    max_model_len: int = 4096
-    input_tokens: int = 512
-    output_tokens: int = 256
-    seed: int = 42
+    max_model_len: int = param(4096, "vLLM's --max-model-len, tokens", min=16)
+    input_tokens: int = param(512, "prompt tokens per request", min=1)
+    output_tokens: int = param(256, "tokens generated per request", min=1)
+    seed: int = param(42, "random seed of the prompts", min=0)
+
+    def __post_init__(self):
+        if self.input_tokens + self.output_tokens > self.max_model_len:
+            raise ConfigError(f"input_tokens {self.input_tokens} + output_tokens {self.output_tokens} is more than"
+                              f" max_model_len {self.max_model_len}")
 
 
 SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "max_model_len": 1024,

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from gpubench import cli_common
+
 COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
 
 
@@ -34,7 +36,7 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--ignore-eos", is_flag=True, help="Ask for exactly --output-tokens (vLLM's ignore_eos).")
 @click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Fixed prompts, one per line, cycled (instead of random tokens).")
-@click.option("--tokenizer", default=None, metavar="PATH",
+@click.option("--tokenizer", type=click.Path(exists=True, file_okay=False), default=None, metavar="PATH",
               help="A tokenizer folder: chat prompts of exact length, random ids from its vocabulary.")
 @click.option("--vocab-size", type=int, default=32000, show_default=True,
               help="Random ids are drawn below this when no tokenizer is given.")
@@ -57,7 +59,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     import contextlib
     import os
 
-    from gpubench import cli, live, runid, stores
+    from gpubench import live, runid, stores
     from gpubench.catalog import CostBasis, WorkloadSpec
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.runner import RunRequest
@@ -66,7 +68,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     if prompts_file is not None:
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
         if not prompts:
-            raise cli.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+            raise cli_common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
     try:
         spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
                         users=users if users is not None or rate is not None else 1, requests=request_count,
@@ -75,22 +77,23 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
     except LoadSpecError as exc:
-        raise cli.CliError(str(exc)) from None
+        raise cli_common.CliError(str(exc)) from None
     if endpoint == "chat" and not prompts and tokenizer is None:
         click.echo("gpubench: chat prompts without --tokenizer are random words; their length is approximate"
                    " (the server's prompt_tokens is recorded)", err=True)
     if price is None:
-        price = cli._price_from_launcher()
+        price = cli_common.price_from_launcher()
     if price is not None and price <= 0:
-        raise cli.CliError(f"--price must be a positive hourly price in USD (got {price})")
+        raise cli_common.CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
-    results_dir = results_dir or cli.default_results_dir()
+    results_dir = results_dir or cli_common.default_results_dir()
     stores.check_local_dir(results_dir)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id("loadgen")
     if not runid.is_run_id(run_id):
-        raise cli.CliError(f"bad run id {run_id!r}")
+        raise cli_common.CliError(f"bad run id {run_id!r}")
     if target:
         target.check_writable(run_id)
+    _check_reachable(spec)
 
     setup = spec.setup_name
     workload = WorkloadSpec(
@@ -105,23 +108,43 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
-    code = cli.EXIT_OK if result.status == "ok" else cli.EXIT_SETUP_FAILED
+    code = cli_common.EXIT_OK if result.status == "ok" else cli_common.EXIT_SETUP_FAILED
     if target:
         ok, message = stores.deliver(run_dir.path, target)
         click.echo(message, err=True)
-        if not ok and code == cli.EXIT_OK:
-            code = cli.EXIT_UPLOAD_FAILED
+        if not ok and code == cli_common.EXIT_OK:
+            code = cli_common.EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _check_reachable(spec) -> None:
+    """A server that cannot be connected to is bad input, found before a run folder is written."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(spec.base_url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise cli_common.CliError(f"--base-url {spec.base_url}: bad port") from None
+    if not parts.hostname:
+        raise cli_common.CliError(f"--base-url {spec.base_url}: no host; use http://host:port[/v1]")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=min(spec.timeout_s, 10.0)).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise cli_common.CliError(f"--base-url {spec.base_url}: cannot connect to {parts.hostname}:{port}"
+                                  f" ({reason}); nothing was run") from None
 
 
 def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
-    from gpubench import cli, environment
+    from gpubench import environment
     from gpubench.runner import cost_metrics, describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
     env = environment.collect((), price)
-    run_dir.write_config(run_config(request, env, cli._safe_argv(), target.url if target else None))
+    run_dir.write_config(run_config(request, env, cli_common.safe_argv(), target.url if target else None))
     run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
                               smoke=False, config=dataclasses.asdict(spec), environment=env))
     started = time.perf_counter()

@@ -64,6 +64,10 @@ class LoadSpec:
             raise LoadSpecError(f"output_tokens must be at least 1 (got {self.output_tokens})")
         if not self.prompts and self.input_tokens + self.prefix_tokens < 1:
             raise LoadSpecError("a random prompt needs at least one token (input_tokens + prefix_tokens)")
+        if self.vocab_size < 2:
+            raise LoadSpecError(f"vocab_size must be at least 2 (got {self.vocab_size})")
+        if not self.timeout_s > 0:
+            raise LoadSpecError(f"timeout must be a positive number of seconds (got {self.timeout_s})")
         if not 0 <= self.max_error_rate <= 1:
             raise LoadSpecError(f"max_error_rate is a fraction between 0 and 1 (got {self.max_error_rate})")
         self.prompts = tuple(self.prompts)

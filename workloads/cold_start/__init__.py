@@ -21,7 +21,7 @@ right after (the study's dd), since the study's point is that a cached load is d
 
 Weights: the study's own (found in a Hub cache, or a $GPUBENCH_WEIGHTS_DIR folder), or with --weights
 random / --smoke a random checkpoint of the configured shape written first to a folder this workload
-owns (reused when the same shape is already there; see cold_start_checkpoint). Fresh downloads go to a
+owns (reused when the same shape is already there; see checkpoint.py). Fresh downloads go to a
 Hub cache folder under the same root, never the user's own cache unless `cache_dir` points there.
 """
 
@@ -35,10 +35,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.workload import MetricDef, SetupContext, SetupSkipped
-from gpubench.workloads import cold_start_checkpoint as checkpoint
-from gpubench.workloads import cold_start_hub as hub
-from gpubench.workloads import cold_start_pagecache as pagecache
+from gpubench.config_fields import DEVICE, DTYPES, param
+from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
+from gpubench.workloads.cold_start import checkpoint, hub, pagecache
 
 MODEL_ID = "Qwen/Qwen2.5-7B-Instruct"
 TIMED_IMPORTS = ("torch", "huggingface_hub", "transformers")  # what the study's script imports after T0
@@ -46,23 +45,31 @@ TIMED_IMPORTS = ("torch", "huggingface_hub", "transformers")  # what the study's
 
 @dataclass
 class Config:
-    model_id: str = MODEL_ID
-    allow_patterns: str = "*.json,*.safetensors,*.txt"
-    prompt: str = "Say hello in five words."
-    max_new_tokens: int = 1
-    dtype: str = "bfloat16"
-    device: str = "auto"  # cuda when available, else cpu
-    cache_dir: str = ""  # the workload's own folder; "" = $XDG_CACHE_HOME (or ~/.cache)/gpubench/cold-start
-    checkpoint: str = "auto"  # auto: the study's weights (random with --weights random); random: always random
-    hidden_size: int = 3584  # the random checkpoint's shape: Qwen2.5-7B-Instruct's (15.23 GB of bf16 weights)
-    num_layers: int = 28
-    num_heads: int = 28
-    num_kv_heads: int = 4
-    intermediate_size: int = 18944
-    vocab_size: int = 152064
-    shards: int = 4
-    raw_read: bool = True  # after the timed start: read the same files raw, evicted and warm
-    hub_timeout_s: float = 3.0  # how long to wait for the hub to answer before calling it unreachable
+    model_id: str = param(MODEL_ID, "the Hub repo a start loads (and a fresh download fetches)")
+    allow_patterns: str = param("*.json,*.safetensors,*.txt",
+                                "the repo's files a download fetches, comma-separated globs")
+    prompt: str = param("Say hello in five words.", "the chat prompt of the first token")
+    max_new_tokens: int = param(1, "tokens generated after loading", min=1)
+    dtype: str = param("bfloat16", "the weights' dtype", choices=DTYPES)
+    device: str = param("auto", "where it runs", **DEVICE)
+    cache_dir: str = param("", "the workload's own folder; empty: $XDG_CACHE_HOME (or ~/.cache)/gpubench/cold-start")
+    checkpoint: str = param("auto", "auto: the study's weights (random with --weights random); random: always random",
+                            choices=("auto", "random"))
+    hidden_size: int = param(3584, "the random checkpoint's shape: Qwen2.5-7B-Instruct's (15.23 GB of bf16 weights)",
+                             min=1)
+    num_layers: int = param(28, "the random checkpoint's decoder layers", min=1)
+    num_heads: int = param(28, "the random checkpoint's attention heads", min=1)
+    num_kv_heads: int = param(4, "the random checkpoint's key/value heads", min=1)
+    intermediate_size: int = param(18944, "the random checkpoint's MLP inner size", min=1)
+    vocab_size: int = param(152064, "the random checkpoint's vocabulary size", min=2)
+    shards: int = param(4, "safetensors files the random checkpoint is split into", min=1)
+    raw_read: bool = param(True, "after the timed start, read the same files raw, evicted and warm")
+    hub_timeout_s: float = param(3.0, "how long to wait for the hub to answer before calling it unreachable", min=0)
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size}, num_heads {self.num_heads}, num_kv_heads"
+                              f" {self.num_kv_heads}: the heads must divide the hidden size, the kv heads the heads")
 
 
 SMOKE = {
@@ -151,8 +158,6 @@ class Source:
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     start = SETUPS[setup]
-    if config.checkpoint not in ("auto", "random"):
-        raise ValueError(f"checkpoint={config.checkpoint!r}: use auto (the study's weights) or random")
     patterns = [p.strip() for p in config.allow_patterns.split(",") if p.strip()]
     preloaded = [name for name in (*TIMED_IMPORTS, "safetensors", "accelerate", "tokenizers", "numpy")
                  if name in sys.modules]

@@ -62,7 +62,7 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
             generate["language"] = config.language
         described = model_path
     else:
-        from gpubench.workloads import whisper_random
+        from gpubench.workloads.whisper import random_weights as whisper_random
 
         # Built in its final dtype on its device: an fp32 copy freed into torch's cache would show up in
         # the NVML peak (which counts what torch reserves), and a CPU init of 1.5B weights takes minutes.
@@ -84,7 +84,7 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
                    chunk_length_s=config.chunk_length_s, batch_size=config.batch_size, device=device)
 
     def transcribe(audio) -> str:
-        from gpubench.workloads.whisper_audio import SAMPLE_RATE
+        from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
         with torch.inference_mode():
             out = asr({"raw": audio, "sampling_rate": SAMPLE_RATE}, batch_size=config.batch_size,

@@ -5,7 +5,7 @@ the next 300 held out; the model's chat template, loss on the answer tokens only
 One epoch: 250 optimizer steps of 16 examples (micro-batch x accumulation), cosine schedule with 10
 warm-up steps, gradient clipping at 1.0, AdamW (weight decay 0), no gradient checkpointing, every
 forward under bf16 autocast. full: fp32 weights, lr 1e-5; LoRA: bf16 base, r 16, alpha 32, dropout
-0.05, lr 2e-4; QLoRA: that LoRA on an NF4 base (finetune_models). Measured: trainable parameters,
+0.05, lr 2e-4; QLoRA: that LoRA on an NF4 base (models.py). Measured: trainable parameters,
 training wall time (model load and evaluation excluded), tokens/s (the training examples' tokens,
 padding excluded, over that time), peak memory (torch.cuda.max_memory_allocated, GiB; peak RSS on a
 CPU) and the held-out loss before and after (mean over the held-out answer tokens).
@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from gpubench.config_fields import DEVICE, param
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 MODEL_REPO = "Qwen/Qwen2.5-1.5B-Instruct"
@@ -34,35 +35,36 @@ GIB = 2**30
 
 @dataclass
 class Config:
-    model_file: str = ""  # "": the study's model (random at the shape below with --weights random); "random";
-    #                       or a transformers folder or a .gguf file
-    data_file: str = ""  # "": yahma/alpaca-cleaned (synthetic with --weights random); "synthetic"; or an
-    #                      alpaca-format .json / .jsonl file
-    seed: int = 42
-    train_examples: int = 4000
-    heldout_examples: int = 300
-    max_len: int = 512
-    steps: int = 250
-    micro_batch: int = 0  # 0: the setup's (4 or 8)
-    accumulation: int = 0  # 0: 16 examples per step / micro-batch
-    warmup_steps: int = 10
-    max_grad_norm: float = 1.0
-    lr_full: float = 1e-5
-    lr_lora: float = 2e-4
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    answer_tokens: int = 48  # greedy answers to PROMPTS after training (real weights only); 0: none
-    device: str = "auto"  # cuda when available, else cpu
-    cpu_threads: int = 0  # torch's intra-op threads on a CPU; 0: torch's default
-    memory_limit_gib: float = 0.0  # cap on PyTorch's CUDA allocator (44.4: the study's L40S); 0: the whole card
+    model_file: str = param("", "empty: the study's model (random at the shape below with --weights random); random;"
+                                " or a transformers folder or a .gguf file")
+    data_file: str = param("", "empty: yahma/alpaca-cleaned (synthetic with --weights random); synthetic; or an"
+                               " alpaca-format .json / .jsonl file")
+    seed: int = param(42, "random seed of data order, LoRA init and random weights", min=0)
+    train_examples: int = param(4000, "training examples drawn from the data set", min=1)
+    heldout_examples: int = param(300, "held-out examples for eval_loss", min=1)
+    max_len: int = param(512, "tokens per example, at most", min=8)
+    steps: int = param(250, "optimizer steps", min=1)
+    micro_batch: int = param(0, "examples per forward/backward; 0: the setup's (4 or 8)", min=0)
+    accumulation: int = param(0, "micro-batches per optimizer step; 0: 16 examples per step / micro-batch", min=0)
+    warmup_steps: int = param(10, "learning-rate warm-up steps", min=0)
+    max_grad_norm: float = param(1.0, "gradient clipping norm", min=0)
+    lr_full: float = param(1e-5, "learning rate of the full fine-tune", min=0)
+    lr_lora: float = param(2e-4, "learning rate of LoRA and QLoRA", min=0)
+    lora_r: int = param(16, "LoRA rank", min=1)
+    lora_alpha: int = param(32, "LoRA alpha", min=1)
+    lora_dropout: float = param(0.05, "LoRA dropout", min=0, max=1)
+    answer_tokens: int = param(48, "greedy answers to PROMPTS after training (real weights only); 0: none", min=0)
+    device: str = param("auto", "where it runs", **DEVICE)
+    cpu_threads: int = param(0, "torch's intra-op threads on a CPU; 0: torch's default", min=0)
+    memory_limit_gib: float = param(0.0, "cap on PyTorch's CUDA allocator (44.4: the study's L40S); 0: the whole card",
+                                    min=0)
     # Qwen2.5-1.5B-Instruct's shape, for random weights
-    vocab_size: int = 151936
-    hidden_size: int = 1536
-    intermediate_size: int = 8960
-    num_layers: int = 28
-    num_heads: int = 12
-    num_kv_heads: int = 2
+    vocab_size: int = param(151936, "random weights' vocabulary size (Qwen2.5-1.5B-Instruct's shape)", min=2)
+    hidden_size: int = param(1536, "random weights' hidden size", min=1)
+    intermediate_size: int = param(8960, "random weights' MLP inner size", min=1)
+    num_layers: int = param(28, "random weights' decoder layers", min=1)
+    num_heads: int = param(12, "random weights' attention heads", min=1)
+    num_kv_heads: int = param(2, "random weights' key/value heads", min=1)
 
     def __post_init__(self):
         for name in ("model_file", "data_file"):
@@ -71,10 +73,9 @@ class Config:
                 raise ConfigError(f"--set {name}={value}: no such file or folder")
         if self.model_file == "synthetic" or self.data_file == "random":
             raise ConfigError("model_file may be 'random', data_file 'synthetic'")
-        if min(self.steps, self.train_examples, self.heldout_examples, self.max_len) < 1:
-            raise ConfigError("steps, train_examples, heldout_examples and max_len must be at least 1")
-        if self.micro_batch < 0 or self.accumulation < 0:
-            raise ConfigError("micro_batch and accumulation must be positive (0: the study's)")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size}, num_heads {self.num_heads}, num_kv_heads"
+                              f" {self.num_kv_heads}: the heads must divide the hidden size, the kv heads the heads")
         for setup in SETUPS:
             micro, accumulation = self.batching(setup)
             if self.steps * micro * accumulation > self.train_examples:
@@ -164,8 +165,7 @@ def weights_for(setup: str, config: Config) -> list[str]:
 def _sources(config: Config, ctx: SetupContext):
     """(model source, records, tokenizer, info): what the setup trains, and a description of it."""
     from gpubench.weights import revision
-    from gpubench.workloads import finetune_data as data
-    from gpubench.workloads import finetune_models as models
+    from gpubench.workloads.finetune import data, models
 
     model_path = None if config.model_file == "random" else (config.model_file or ctx.weight_paths.get(MODEL_REPO))
     source = models.source_for(model_path, config.shape())
@@ -198,8 +198,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     import torch
     from transformers import get_cosine_schedule_with_warmup
 
-    from gpubench.workloads import finetune_data as data
-    from gpubench.workloads import finetune_models as models
+    from gpubench.workloads.finetune import data, models
 
     method, _ = SETUPS[setup]
     micro, accumulation = config.batching(setup)
@@ -325,7 +324,7 @@ def heldout_loss(model, batches, device: str, autocast) -> float:
     """Mean loss per held-out answer token (each micro-batch's mean weighted by its answer tokens)."""
     import torch
 
-    from gpubench.workloads.finetune_data import IGNORE
+    from gpubench.workloads.finetune.data import IGNORE
 
     model.eval()
     total, count = 0.0, 0

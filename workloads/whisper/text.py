@@ -2,21 +2,26 @@
 
 The normalizer is transformers' copy of Whisper's (`EnglishTextNormalizer`: lower case, contractions,
 fillers, symbols, spelled-out numbers to digits, "$25", British to American spelling) with Whisper's
-own spelling list (whisper_spelling). WER is over the whole set: all errors / all reference words.
+own British-to-American spelling list: english_spelling.json, openai/whisper's whisper/normalizers/english.json
+(MIT licence; the Hub checkpoints ship it as normalizer.json), kept here as data so the word error rate is scored
+the same way on every machine, whichever model files are present. WER is over the whole set: all errors / all
+reference words.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
+
+SPELLING = Path(__file__).with_name("english_spelling.json")
 
 
 @functools.cache
 def normalizer():
     from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
 
-    from gpubench.workloads.whisper_spelling import spelling_mapping
-
-    return EnglishTextNormalizer(spelling_mapping())
+    return EnglishTextNormalizer(json.loads(SPELLING.read_text(encoding="utf-8")))
 
 
 def normalize(text: str) -> str:

