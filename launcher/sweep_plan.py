@@ -27,7 +27,8 @@ from pathlib import Path
 import click
 
 from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload
+from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
+from gpubench.launcher.run_check import check_run_command
 
 PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell"}
 CELL_KEYS = {"workload", "gpus", "args"}
@@ -156,6 +157,8 @@ def _cells(table, where: str) -> list[Cell]:
     try:
         setups = resolve_setups(spec, parsed["setups"])
         overrides = tuple(check_overrides(parsed["overrides"]))
+        # The cell's job command, checked by the job's own code here: a bad --set is refused before any request.
+        check_run_command(run_command(spec, setups, parsed["smoke"], parsed["repeats"], overrides, parsed["weights"]))
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
     return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(args), smoke=parsed["smoke"],

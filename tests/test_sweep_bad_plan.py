@@ -1,5 +1,5 @@
 """A bad plan is refused in one line (exit 2) before any request: a TOML syntax error, a missing or negative
-cap, an empty matrix, an unknown workload or argument: the fake sees nothing. An unknown GPU needs the API's
+cap, an empty matrix, an unknown workload or argument, a --set the job's own `gpubench run` refuses: the fake sees nothing. An unknown GPU needs the API's
 list of types to be known as such: one read of /instances/types, nothing submitted."""
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ BAD = {
                     "unknown key 'max_usd_total'"),
     "instance workload": (plan_text([("first-matmul", ["L40S"], [])]), "sweeps run jobs"),
     "twice": (plan_text([("train-compile", ["L40S", "l40s"], TRAIN)]), "twice"),
+    "bad set value": (plan_text([("train-compile", ["L40S"], [*TRAIN, "--set", "batch=-4"])]),
+                      "batch must be an integer >= 1"),
+    "unknown set field": (plan_text([("embed", ["L40S"], ["--smoke", "--set", "nosuch=1"])]), "nosuch"),
 }
 
 
