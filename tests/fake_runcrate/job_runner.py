@@ -72,10 +72,12 @@ class JobRunner:
         if self._wait_until(lambda: False, self._settings.start_s) == _SIGNALLED:
             return self._interrupted(attempt)
         process = self._launch(attempt)
-        outcome = self._wait_until(
-            lambda: process.exit_code is not None, self._settings.minutes(job.spec.max_runtime_minutes)
-        )
-        exit_code = _shell_exit_code(process.finish())
+        try:
+            outcome = self._wait_until(
+                lambda: process.exit_code is not None, self._settings.minutes(job.spec.max_runtime_minutes)
+            )
+        finally:  # whatever happens, the machine goes: no process or container outlives its job
+            exit_code = _shell_exit_code(process.finish())
         if outcome == _SIGNALLED:
             return self._interrupted(attempt)
         if outcome == _TIMED_OUT:
