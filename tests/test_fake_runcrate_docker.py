@@ -1,16 +1,25 @@
-"""A job whose image the local Docker engine has runs in a container of it (tests/fake_runcrate/docker_job.py):
-in /workspace with the job's env, output combined, its exit code, cancel as SIGTERM first, nothing left behind.
-A job whose image is not there runs with bash on this machine, as before."""
+"""With ``run_images``, a job whose image the local Docker engine has runs in a container of it
+(tests/fake_runcrate/docker_job.py): in /workspace with the job's env, output combined, its exit code, cancel as
+SIGTERM first, nothing left behind. A job whose image is not there (or a fake without ``run_images``) runs with
+bash on this machine, as before."""
 # ruff: noqa: F811 - imported pytest fixtures reappear as test parameters
 
 from __future__ import annotations
 
 import docker_engine
 import pytest
+from fake_runcrate import FakeRuncrate
 from fake_runcrate.docker_job import LABEL
-from fake_runcrate.pytest_fixtures import client, fake, wait_until  # noqa: F401 - pytest fixtures
+from fake_runcrate.pytest_fixtures import FAST, client, wait_until  # noqa: F401 - pytest fixtures
 
 LONG = 10080  # API minutes: a safety net of 8 minutes at the test speed (a container start is slow on busy cores)
+
+
+@pytest.fixture(params=[True])
+def fake(request):
+    """The fake, fast, running jobs in their images when the engine has them (``run_images``)."""
+    with FakeRuncrate(**FAST, run_images=request.param) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +79,15 @@ def test_cancel_stops_the_container_with_sigterm_first_and_removes_it(fake, clie
 def test_a_job_whose_image_is_not_present_runs_with_bash(fake, client):
     job = client.jobs.run(command='echo "$RUNCRATE_OUTPUT_DIR"', image="gpubench-test/not-built:never",
                           gpu_type="L40S", max_runtime_minutes=LONG)
+    job = client.jobs.wait(job.id, poll_interval=0.1)
+    assert job.status == "succeeded"
+    assert output(client, job.id) == f"{fake.jobs[job.id].attempt.workspace / 'outputs'}\n"
+
+
+@pytest.mark.parametrize("fake", [False], indirect=True)
+def test_without_run_images_a_present_image_still_runs_with_bash(fake, client, engine, debian):
+    job = client.jobs.run(command='echo "$RUNCRATE_OUTPUT_DIR"', image=debian, gpu_type="L40S",
+                          max_runtime_minutes=LONG)
     job = client.jobs.wait(job.id, poll_interval=0.1)
     assert job.status == "succeeded"
     assert output(client, job.id) == f"{fake.jobs[job.id].attempt.workspace / 'outputs'}\n"

@@ -16,7 +16,7 @@ from test_launch_support import API_KEY, LAUNCHER_PACE, launcher_process, read_u
 
 fake = support.fake
 # One API minute is 12 s: the launcher's safety net (31 minutes) is a generous 6 minutes of real time.
-SLOW = [{"minute_s": 12.0}]
+SLOW = [{"minute_s": 12.0, "run_images": True}]
 
 
 @pytest.fixture(scope="module")

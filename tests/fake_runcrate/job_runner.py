@@ -162,8 +162,9 @@ class JobRunner:
         cwd = self._unpack_code(workspace)
         job_env = {**job.spec.env, "RUNCRATE_JOB_ATTEMPT": str(attempt.number)}
         labels = {LABEL: str(self._settings.workspace_root), f"{LABEL}.job": job.id}
-        process = start_in_image(job.spec.image, job.spec.command, workspace, cwd, job_env, job.logs.append, labels)
-        if process is None:  # no engine, or it lacks the image: the command runs with bash on this machine
+        image = job.spec.image if self._settings.run_images else None
+        process = start_in_image(image, job.spec.command, workspace, cwd, job_env, job.logs.append, labels)
+        if process is None:  # not asked, no engine, or it lacks the image: the command runs with bash here
             env = command_environment({**job_env, "RUNCRATE_OUTPUT_DIR": str(outputs)}, machine_id=job.instance_id)
             process = BashProcess(job.spec.command, cwd, env, job.logs.append, machine_id=job.instance_id)
         threading.Thread(target=self._wake_on_exit, args=(process,), daemon=True).start()
