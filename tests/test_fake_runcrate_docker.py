@@ -6,6 +6,8 @@ bash on this machine, as before."""
 
 from __future__ import annotations
 
+import shlex
+
 import docker_engine
 import pytest
 from fake_runcrate import FakeRuncrate
@@ -45,10 +47,20 @@ def output(client, job_id: str) -> str:
     return "".join(chunk.text for chunk in client.jobs.follow_logs(job_id))
 
 
+# The fake's own API on loopback, from inside the container (host network): 401 without a key.
+LOOPBACK = """import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1])
+except urllib.error.HTTPError as error:
+    print("loopback answered", error.code)"""
+
+
 def test_a_job_in_a_present_image_runs_in_its_container_and_fails_with_its_exit_code(fake, client, engine, debian):
     job = client.jobs.run(
         command='echo "$GREETING $RUNCRATE_JOB_ATTEMPT in $PWD, outputs $RUNCRATE_OUTPUT_DIR,'
-                ' ${FAKE_RUNCRATE_MACHINE:-no host marker}"; echo to-stderr >&2; tr "\\0" " " </proc/1/cmdline; echo;'
+                ' ${FAKE_RUNCRATE_MACHINE:-no host marker}"; echo to-stderr >&2;'
+                ' head -c 12 /proc/1/cmdline | tr "\\0" " "; echo;'
+                f' python3 -c {shlex.quote(LOOPBACK)} {fake.base_url}/api/v1/jobs;'
                 ' echo data > "$RUNCRATE_OUTPUT_DIR/r.txt"; exit 3',
         image=debian, gpu_type="L40S", max_runtime_minutes=LONG, env={"GREETING": "hello"})
     job = client.jobs.wait(job.id, poll_interval=0.1)
@@ -57,8 +69,8 @@ def test_a_job_in_a_present_image_runs_in_its_container_and_fails_with_its_exit_
     assert "to-stderr" in lines  # stderr in the same stream (where in it, the engine's two copiers decide)
     stdout = [line for line in lines if line != "to-stderr"]
     assert stdout[0] == "hello 1 in /workspace, outputs /workspace/outputs, no host marker"
-    assert stdout[1].startswith("bash -c echo")  # the command is the container's first process, not the entrypoint
-    assert len(stdout) == 2
+    assert stdout[1] == "bash -c echo"  # the command is the container's first process, not the entrypoint
+    assert stdout[2:] == ["loopback answered 401"]
     assert [(a.path, a.bytes) for a in client.jobs.artifacts.list(job.id)] == [("r.txt", 5)]
     assert not containers_of(engine, fake)
 
