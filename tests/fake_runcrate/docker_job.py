@@ -45,8 +45,12 @@ def start_in_image(
         return None
     try:
         client = docker.from_env(timeout=60)
+    except (docker.errors.DockerException, OSError):
+        return None
+    try:
         client.images.get(image)
     except (docker.errors.DockerException, OSError):
+        client.close()
         return None
     _writable_by_anyone(workspace)  # the image's user is not this process's
     try:
