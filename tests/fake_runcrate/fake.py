@@ -28,7 +28,9 @@ class FakeRuncrate:
     """A local Runcrate API that the unmodified ``runcrate-sdk`` 0.5.0 cannot tell from the real one.
 
     Every API "minute" (max_runtime_minutes, capacity_wait_minutes, a VM's start-up) lasts
-    ``minute_s`` real seconds, and billing counts API time.
+    ``minute_s`` real seconds, and billing counts API time. ``run_images``: a job whose image the
+    local Docker engine has runs in it; off, every job runs with bash (the host's gpubench), whatever
+    images this machine happens to hold.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class FakeRuncrate:
         idempotency_ttl_s: float = 24 * 3600.0,
         log_cap_bytes: int = 10 * 1024 * 1024,
         ssh_early: bool = False,
+        run_images: bool = False,
     ) -> None:
         if not api_key.startswith("rc_live_"):
             raise ValueError("Runcrate API keys start with 'rc_live_' (the SDK refuses any other)")
@@ -66,6 +69,7 @@ class FakeRuncrate:
             log_cap_bytes=log_cap_bytes,
             ssh_early=ssh_early,
             workspace_root=root,
+            run_images=run_images,
         )
         self.instance_types: list[dict[str, Any]] = default_instance_types()
         self._capacity = Capacity()

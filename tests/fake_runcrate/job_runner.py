@@ -1,4 +1,5 @@
-"""One job's life on a real clock: queued, placed on a machine, its command run with bash, ended."""
+"""One job's life on a real clock: queued, placed on a machine, its command run (in its image on the local
+Docker engine when the engine has that image, else with bash), ended."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .artifacts import collect_artifacts
 from .catalogue import placement
+from .docker_job import LABEL, ContainerProcess, start_in_image
 from .job_spec import GpuChoice
 from .job_state import Attempt, Job, Signal
 from .process import BashProcess, command_environment
@@ -70,10 +72,12 @@ class JobRunner:
         if self._wait_until(lambda: False, self._settings.start_s) == _SIGNALLED:
             return self._interrupted(attempt)
         process = self._launch(attempt)
-        outcome = self._wait_until(
-            lambda: process.exit_code is not None, self._settings.minutes(job.spec.max_runtime_minutes)
-        )
-        exit_code = _shell_exit_code(process.finish())
+        try:
+            outcome = self._wait_until(
+                lambda: process.exit_code is not None, self._settings.minutes(job.spec.max_runtime_minutes)
+            )
+        finally:  # whatever happens, the machine goes: no process or container outlives its job
+            exit_code = _shell_exit_code(process.finish())
         if outcome == _SIGNALLED:
             return self._interrupted(attempt)
         if outcome == _TIMED_OUT:
@@ -150,17 +154,19 @@ class JobRunner:
             job.add_event("launch_attempt", f"{choice.gpu_type} x{choice.gpu_count} in {region}", attempt.number)
             job.add_event("machine_up", job.instance_id, None)
 
-    def _launch(self, attempt: Attempt) -> BashProcess:
+    def _launch(self, attempt: Attempt) -> BashProcess | ContainerProcess:
         job = self._job
         workspace = self._board.workspace_for(job, attempt.number)
         outputs = workspace / "outputs"
         outputs.mkdir(parents=True, exist_ok=True)
         cwd = self._unpack_code(workspace)
-        env = command_environment(
-            {**job.spec.env, "RUNCRATE_OUTPUT_DIR": str(outputs), "RUNCRATE_JOB_ATTEMPT": str(attempt.number)},
-            machine_id=job.instance_id,
-        )
-        process = BashProcess(job.spec.command, cwd, env, job.logs.append, machine_id=job.instance_id)
+        job_env = {**job.spec.env, "RUNCRATE_JOB_ATTEMPT": str(attempt.number)}
+        labels = {LABEL: str(self._settings.workspace_root), f"{LABEL}.job": job.id}
+        image = job.spec.image if self._settings.run_images else None
+        process = start_in_image(image, job.spec.command, workspace, cwd, job_env, job.logs.append, labels)
+        if process is None:  # not asked, no engine, or it lacks the image: the command runs with bash here
+            env = command_environment({**job_env, "RUNCRATE_OUTPUT_DIR": str(outputs)}, machine_id=job.instance_id)
+            process = BashProcess(job.spec.command, cwd, env, job.logs.append, machine_id=job.instance_id)
         threading.Thread(target=self._wake_on_exit, args=(process,), daemon=True).start()
         with self._board.lock:
             attempt.workspace = workspace
@@ -184,7 +190,7 @@ class JobRunner:
                 archive.extractall(code_dir, filter="data")
         return code_dir
 
-    def _wake_on_exit(self, process: BashProcess) -> None:
+    def _wake_on_exit(self, process: BashProcess | ContainerProcess) -> None:
         process.wait()
         self._job.wake.set()
 

@@ -21,7 +21,7 @@ from .settings import Settings
 from .uploads import UploadStore
 from .wire import ApiError, conflict, invalid, not_found
 
-_SIGNAL_ANSWER_S = 10.0
+_SIGNAL_ANSWER_S = 120.0  # as long as the real cancel route may take; a container stop takes its grace and more
 
 
 class JobBoard:

@@ -25,6 +25,8 @@ class Settings:
     ssh_early: bool = False
     """Instances run sshd (and show ip/ssh_port) while still ``deploying``, as some real ones did."""
     workspace_root: Path | None = None
+    run_images: bool = False
+    """A job whose image the local Docker engine has runs in a container of it (docker_job.py), not with bash."""
 
     def minutes(self, count: float) -> float:
         """Real seconds that ``count`` API minutes last."""
