@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment, flops, summary
+from gpubench import __version__, environment, flops, summary, verdict
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
@@ -126,10 +126,13 @@ class Runner:
     def _write_summary(self, module, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
-        header, rows = summary.table(req.spec, module, finished.summary)
+        header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
         text = summary.markdown(header, rows, notes)
-        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{text}")
+        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
+                        for r in self.results if r.status == "ok" and r.info.get("verdict"))
+        why = f"\nWhat bounded each result (gpubench/verdict.py):\n\n{bases}" if bases else ""
+        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{text}{why}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
         self._print(text.rstrip("\n"))
 
@@ -197,6 +200,10 @@ class Runner:
             share = flops.peak_share(result.metrics, result.device, dtype)
             if share is not None:
                 result.metrics[flops.PEAK_METRIC] = share
+            bandwidth = flops.bandwidth_share(result.metrics, result.device)
+            if bandwidth is not None:
+                result.metrics[flops.BANDWIDTH_PEAK_METRIC] = bandwidth
+            result.info.update(judged(result).info())
         return result
 
     def _derive(self, module, repeat: int) -> None:
@@ -224,6 +231,15 @@ class Runner:
             if line.strip():
                 tail.append(line.strip())
                 del tail[:-20]
+
+
+def judged(result: SetupResult) -> verdict.Verdict:
+    """What bounded an ok result, from its metrics and the core count its sampler saw."""
+    values = {name: m.value for name, m in result.metrics.items()}
+    cores = (result.info.get("utilisation") or {}).get("cores")
+    if cores:
+        values["cores"] = float(cores)
+    return verdict.judge(values)
 
 
 def overall_status(results: list[SetupResult]) -> str:
