@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# What bounds each result (issue 20), on one GPU, in two device calls of under 10 minutes each:
+# What bounds each result (issue 20), on one GPU, in device calls of under 10 minutes each (steps after the name):
 #
-#   bash benchmarks/gpu_bounds.sh a   # the sampler's cost (train-compile eager-sdpa, sampling on/off, 3 pairs),
-#                                     # train-compile compile-sdpa, finetune lora-mb4 against lora-tuned
-#   bash benchmarks/gpu_bounds.sh b   # sdxl compile-b4 (shortened), embed bge-small-128, cold-start
+#   bash benchmarks/gpu_bounds.sh a tc          # the sampler's cost (train-compile eager-sdpa, sampling on/off,
+#                                               # 3 pairs), train-compile compile-sdpa
+#   bash benchmarks/gpu_bounds.sh b finetune sdxl   # lora-mb4 against lora-tuned; sdxl compile-b4 (shortened)
+#   bash benchmarks/gpu_bounds.sh c embed cold-start
 #
 # Wheels the GPU machine lacks (pydantic for gpubench, diffusers for sdxl) are carried in .whl/. Everything
 # lands under $OUT/bounds-<part>/ and comes back as one tarball; the last lines printed are the table.
 set -u
-PART=${1:?a or b}
+PART=${1:?a name for this call}; shift
 FINAL=${OUT:-./gpu-out}; mkdir -p "$FINAL"
 WORK=/tmp/bounds-$PART; rm -rf "$WORK"; mkdir -p "$WORK"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -33,20 +34,24 @@ run() {  # run NAME WORKLOAD ARGS...: one gpubench run, its records and its run 
   echo "$name: exit $? after $((SECONDS - started)) s" | tee -a "$WORK/summary.txt"
 }
 
-if [ "$PART" = a ]; then
-  for pair in 1 2 3; do  # back to back, alternating, so drift hits both alike
-    run "tc-on-$pair" train-compile --setups eager-sdpa --set timed_steps=100
-    GPUBENCH_UTILISATION=off run "tc-off-$pair" train-compile --setups eager-sdpa --set timed_steps=100
-  done
-  run tc-compile train-compile --setups compile-sdpa --set timed_steps=100
-  run finetune finetune --weights random --setups lora-mb4,lora-tuned --set steps="${STEPS:-40}"
-else
-  if ! python3 -c "import diffusers" 2>/dev/null; then echo "no diffusers: sdxl will fail"; fi
-  run sdxl sdxl --weights random --setups compile-b4 --set timed_images_b4=8
-  run embed embed --weights random --setups bge-small-128
-  LIMIT_S=200 run cold-start cold-start --weights random --setups cache-evicted,cache-warm \
-    --set cache_dir=/var/tmp/gpubench-cold-start
-fi
+for step in "$@"; do
+  case $step in
+    tc)
+      for pair in 1 2 3; do  # back to back, alternating, so drift hits both alike
+        run "tc-on-$pair" train-compile --setups eager-sdpa --set timed_steps=100
+        GPUBENCH_UTILISATION=off run "tc-off-$pair" train-compile --setups eager-sdpa --set timed_steps=100
+      done
+      run tc-compile train-compile --setups compile-sdpa --set timed_steps=100 ;;
+    finetune) LIMIT_S=420 run finetune finetune --weights random --setups lora-mb4,lora-tuned --set steps="${STEPS:-40}" ;;
+    finetune-nocompile) run finetune-nocompile finetune --weights random --setups lora-tuned \
+        --set steps="${STEPS:-40}" --set tuned_compile=false ;;
+    sdxl) run sdxl sdxl --weights random --setups compile-b4 --set timed_images_b4=8 ;;
+    embed) run embed embed --weights random --setups bge-small-128 ;;
+    cold-start) LIMIT_S=200 run cold-start cold-start --weights random --setups cache-evicted,cache-warm \
+        --set cache_dir=/var/tmp/gpubench-cold-start ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
 
 python3 - "$WORK" <<'EOF' | tee "$WORK/table.txt"
 import json, sys

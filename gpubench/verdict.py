@@ -5,7 +5,8 @@ the result's info (`verdict`, `verdict_basis`, `verdict_figures`). Rules, in ord
 reasons in data/verdict_thresholds.csv):
 
   undetermined   fewer than min_samples utilisation samples (or sampling off)
-  throttled      a power or thermal clock-throttle reason in more than throttled_share of the samples
+  throttled      a power or thermal clock-throttle reason in more than throttled_share of the samples, with the
+                 SM clock's mean under throttled_clock of its maximum
   compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
   memory-bound   achieved bandwidth at memory_bound_bandwidth of the datasheet HBM bandwidth
   storage-bound  a load at storage_bound_read of a plain read of the same files (cold-start)
@@ -62,9 +63,11 @@ def judge(values: dict[str, float]) -> Verdict:
                                                flops.PEAK_METRIC, flops.BANDWIDTH_PEAK_METRIC, "throttled_pct",
                                                "sm_clock_pct", "power_pct") if name in values}
     seen = _describe(figures)
-    if v("throttled_pct", 0) > t["throttled_share"]:
+    clock = v("sm_clock_pct")
+    if v("throttled_pct", 0) > t["throttled_share"] and clock is not None and clock < t["throttled_clock"]:
         return Verdict("throttled", f"power/thermal throttle reason in {v('throttled_pct'):.0f}% of samples "
-                                    f"(> {t['throttled_share']:.0f}%); {seen}", figures)
+                                    f"(> {t['throttled_share']:.0f}%) with the SM clock at {clock:.0f}% of its "
+                                    f"maximum (< {t['throttled_clock']:.0f}%); {seen}", figures)
     peak = v(flops.PEAK_METRIC)
     if peak is not None and peak >= t["compute_bound_peak"] and busy >= t["compute_bound_busy"]:
         return Verdict("compute-bound", f"{peak:.0f}% of peak FLOP/s (>= {t['compute_bound_peak']:.0f}%) with the GPU"
