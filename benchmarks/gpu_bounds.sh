@@ -43,7 +43,7 @@ for step in "$@"; do
         GPUBENCH_UTILISATION=off run "tc-off-$pair" train-compile --setups eager-sdpa --set timed_steps=100
       done
       run tc-compile train-compile --setups compile-sdpa --set timed_steps=100 ;;
-    finetune) LIMIT_S=420 run finetune finetune --weights random --setups lora-mb4,lora-tuned --set steps="${STEPS:-40}" ;;
+    finetune) LIMIT_S=${FINETUNE_LIMIT_S:-420} run finetune finetune --weights random --setups lora-mb4,lora-tuned --set steps="${STEPS:-40}" ;;
     finetune-nocompile) run finetune-nocompile finetune --weights random --setups lora-tuned \
         --set steps="${STEPS:-40}" --set tuned_compile=false ;;
     sdxl) run sdxl sdxl --weights random --setups compile-b4 --set timed_images_b4=8 ;;

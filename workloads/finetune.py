@@ -56,7 +56,7 @@ class Config:
     device: str = "auto"  # cuda when available, else cpu
     cpu_threads: int = 0  # torch's intra-op threads on a CPU; 0: torch's default
     memory_limit_gib: float = 0.0  # cap on PyTorch's CUDA allocator (44.4: the study's L40S); 0: the whole card
-    tuned_compile: bool = False  # lora-tuned: torch.compile the model too (finetune_tuned)
+    tuned_cuda_graphs: bool = True  # lora-tuned on a GPU: forward and backward as CUDA graphs (finetune_tuned)
     # Qwen2.5-1.5B-Instruct's shape, for random weights
     vocab_size: int = 151936
     hidden_size: int = 1536
@@ -133,7 +133,7 @@ METRICS = {
     "loss_before_over_lora": MetricDef(
         "nats/token", "lower", "eval_loss_before minus LoRA's (QLoRA's 4-bit quantisation cost)"),
     # lora-tuned (finetune_tuned)
-    "warmup_s": MetricDef("s", "lower", "lora-tuned: untimed compile / first passes before the timed steps"),
+    "warmup_s": MetricDef("s", "lower", "lora-tuned: untimed graph capture / first passes before the timed steps"),
     "examples_per_step": MetricDef("examples", None, "training examples per optimizer step"),
     "speedup_vs_study": MetricDef("x", "higher", "lora-tuned's tokens_per_s over lora-mb4's in the same run"),
     "loss_vs_study": MetricDef("nats/token", None, "lora-tuned's eval_loss_after minus lora-mb4's in the same run"),
@@ -163,7 +163,8 @@ SETUP_NOTES = {
         ("lora", "LoRA adapters on a frozen bf16 model"),
         ("qlora", "QLoRA: LoRA adapters on a 4-bit NF4 model (bitsandbytes)"),
     ) for mb in (4, 8)
-} | {"lora-tuned": "LoRA as lora-mb4, each step's 16 examples packed in one row, one pass a step, fused AdamW (ours)"}
+} | {"lora-tuned": "LoRA as lora-mb4; each step's 16 examples packed in one row, one pass a step as a CUDA graph,"
+                 " fused AdamW (ours)"}
 
 
 def weights_for(setup: str, config: Config) -> list[str]:
