@@ -438,6 +438,7 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     from gpubench import stored
     from gpubench.compare import compare as compare_runs
     from gpubench.compare import regressions
+    from gpubench.compare import verdicts as compare_verdicts
     from gpubench.summary import fmt
 
     if noise < 0:
@@ -461,6 +462,11 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
             ratio = f"{row.ratio:.3f}" if row.ratio is not None else ""
             click.echo(f"| {row.setup} | {row.metric} ({row.unit}) | {fmt(row.a)} | {fmt(row.b)} | {ratio} |"
                        f" {row.verdict} |")
+    judged = compare_verdicts(a, b)
+    if judged:
+        click.echo("\n| setup | bound by (A) | bound by (B) |\n|---|---|---|")
+        for setup, in_a, in_b in judged:
+            click.echo(f"| {setup} | {in_a or '-'} | {in_b or '-'} |")
     worse = regressions(rows, list(fail_on))
     for row in worse:
         click.echo(f"gpubench: {row.setup} {row.metric} regressed: {fmt(row.a)} -> {fmt(row.b)} {row.unit}"

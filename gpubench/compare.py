@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpubench import verdict as bound
 from gpubench.schema import MetricSummary
 from gpubench.stored import StoredRun
 
@@ -67,3 +68,9 @@ def verdict(a: float, b: float, noise: float, better: str | None) -> Verdict:
 
 def regressions(rows: list[Row], metrics: list[str]) -> list[Row]:
     return [row for row in rows if row.metric in metrics and row.verdict == "worse"]
+
+
+def verdicts(a: StoredRun, b: StoredRun) -> list[tuple[str, str, str]]:
+    """(setup, what bounded it in A, in B) for the setups either run judged (gpubench/verdict.py)."""
+    in_a, in_b = bound.per_setup(a.results), bound.per_setup(b.results)
+    return [(setup, in_a.get(setup, ""), in_b.get(setup, "")) for setup in dict.fromkeys([*in_a, *in_b])]

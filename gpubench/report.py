@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from gpubench import compare, flops, reference
+from gpubench import compare, flops, reference, verdict
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.registry import UnknownName
 from gpubench.schema import MetricSummary, SetupResult, summarize
@@ -34,6 +34,7 @@ class Row:
     metrics: dict[str, MetricSummary]
     dtype: str | None = None  # what the matmuls ran in: the results' compute_dtype, else the run config's dtype
     config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
+    verdict: str = ""  # what bounded its ok results (gpubench/verdict.py); "" for runs stored before verdicts
 
     @property
     def label(self) -> str:
@@ -96,7 +97,8 @@ def _workload_report(spec: WorkloadSpec, runs: list[StoredRun]) -> WorkloadRepor
         rows.append(Row(gpu=gpu, setup=setup, prices=sorted({p for r in source if (p := r.price_usd_per_hour)}),
                         runs=len(source), partial=any(r.partial for r in source),
                         statuses=[result.status for _, result in items], metrics=metrics,
-                        dtype=next((d for d in dtypes if d), None), config=config))
+                        dtype=next((d for d in dtypes if d), None), config=config,
+                        verdict=verdict.per_setup([result for _, result in items]).get(setup, "")))
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
@@ -150,6 +152,9 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
     header = ["GPU", "$/hour", "setup", "status", "n", *[f"{m} ({units[m]})" for m in report.columns], "vs post"]
     if report.counts_flops:
         header += ["TFLOP/s", "of peak"]
+    judged = any(row.verdict for row in report.rows)
+    if judged:
+        header.append("verdict")
     rows = []
     for row in report.rows:
         price = ", ".join(f"{p:g}" for p in row.prices) or "-"
@@ -159,6 +164,8 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
                  *[cell(row.metrics.get(m)) for m in report.columns], vs_post(report, row)]
         if report.counts_flops:
             cells += [cell(row.metrics.get(flops.METRIC)), of_peak(row)]
+        if judged:
+            cells.append(row.verdict)
         rows.append(cells)
     return header, rows
 

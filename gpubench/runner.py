@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment, flops, summary, verdict
+from gpubench import __version__, environment, flops, summary, utilisation, verdict
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
@@ -131,8 +131,8 @@ class Runner:
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
-        why = f"\nWhat bounded each result (gpubench/verdict.py):\n\n{bases}" if bases else ""
-        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{text}{why}")
+        why = f"What bounded each result (gpubench/verdict.py):\n\n{bases}\n" if bases else ""
+        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
         self._print(text.rstrip("\n"))
 
@@ -254,7 +254,8 @@ def overall_status(results: list[SetupResult]) -> str:
 def describe(result: SetupResult) -> str:
     if result.status != "ok":
         return f"  {result.setup}: {result.status.upper()} {result.error or ''}".rstrip()
-    shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in list(result.metrics.items())[:6])
+    own = [(k, m) for k, m in result.metrics.items() if k not in utilisation.METRICS]  # the machine's: in the table
+    shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in own[:6])
     return f"  {result.setup}: ok  {shown}"
 
 
