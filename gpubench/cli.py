@@ -76,6 +76,7 @@ def show(workload: str) -> None:
     """One study: its setups, config fields and defaults, metrics, GPUs and image."""
     import dataclasses
 
+    from gpubench import utilisation
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -95,6 +96,7 @@ def show(workload: str) -> None:
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
         lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
+    lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
         lines += [f"  {repo}" for repo in spec.weights]
