@@ -239,6 +239,7 @@ def judged(result: SetupResult) -> verdict.Verdict:
     cores = (result.info.get("utilisation") or {}).get("cores")
     if cores:
         values["cores"] = float(cores)
+    values["on_gpu"] = float(bool(result.device and result.device.startswith("cuda")))
     return verdict.judge(values)
 
 

@@ -49,7 +49,8 @@ class Verdict:
 
 
 def judge(values: dict[str, float]) -> Verdict:
-    """The verdict for one result's metric values (name -> number)."""
+    """The verdict for one result's metric values (name -> number); `cores` (the CPUs the sampler saw) and
+    `on_gpu` (1 when the result's device is a GPU) come from its info and device."""
     t = thresholds()
     v = values.get
     samples = v("util_samples", 0)
@@ -57,6 +58,9 @@ def judge(values: dict[str, float]) -> Verdict:
         return Verdict("undetermined", f"{samples:.0f} utilisation samples (fewer than {t['min_samples']:.0f})",
                        {"util_samples": samples})
     if v("gpu_busy_pct") is None:
+        if v("on_gpu"):
+            return Verdict("undetermined", "ran on a GPU but no GPU figures were read (NVML unavailable)",
+                           {"util_samples": samples})
         return _judge_cpu(values, t)
     busy, thread = v("gpu_busy_pct"), v("busiest_thread_pct")
     figures = {name: values[name] for name in ("util_samples", "gpu_busy_pct", "busiest_thread_pct",

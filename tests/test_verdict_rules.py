@@ -76,6 +76,12 @@ def cpu(**overrides):
     return {"util_samples": 50.0, "host_cpu_pct": 100.0, "busiest_thread_pct": 60.0, "cores": 4.0, **overrides}
 
 
+def test_a_gpu_result_without_gpu_figures_is_not_judged_as_a_cpu():
+    assert label(cpu(host_cpu_pct=400.0)) == "compute-bound"
+    v = verdict.judge(cpu(host_cpu_pct=400.0, on_gpu=1.0))
+    assert v.label == "undetermined" and "no GPU figures" in v.basis
+
+
 def test_on_a_cpu_the_host_figures_decide():
     cores_busy = T["cpu_cores_busy"]
     assert label(cpu(host_cpu_pct=4 * cores_busy)) == "compute-bound"
