@@ -134,7 +134,7 @@ class Runner:
         why = f"What bounded each result (gpubench/verdict.py):\n\n{bases}\n" if bases else ""
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
-        self._print(text.rstrip("\n"))
+        self._print(f"{why}{text}".rstrip("\n"))
 
     def _echo(self, text: str) -> None:
         """What a person reads: printed to stderr and kept in run.log."""
