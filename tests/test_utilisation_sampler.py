@@ -38,7 +38,7 @@ def test_a_spinning_thread_is_the_busiest_thread_and_an_idle_process_shows_littl
     assert "gpu_busy_pct" not in loud.metrics  # no NVML: host figures only
 
 
-def test_thread_cpu_time_is_the_kernels_account_of_that_thread():
+def test_a_running_threads_cpu_time_grows_and_the_sampler_can_leave_itself_out():
     stop, tid = threading.Event(), []
     worker = threading.Thread(target=spin, args=(stop, tid))
     worker.start()
