@@ -133,7 +133,7 @@ WORKLOADS.add("finetune", WorkloadSpec(
     extra="finetune",
     title="Full fine-tune vs LoRA vs QLoRA, Qwen2.5-1.5B",
     study="Full fine-tune vs LoRA vs QLoRA on one L40S: Qwen2.5-1.5B, memory, speed and held-out loss, measured",
-    setups=("full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8"),
+    setups=("full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8", "lora-tuned"),
     gpus="1 GPU, 48 GB (full fine-tune OOMs at micro-batch 8 there)", gpu_count=1, min_gpu_memory_gb=40,
     expected_minutes=25,
     dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},

@@ -70,7 +70,7 @@ def show(workload: str) -> None:
     """One study: its setups, config fields and defaults, metrics, GPUs and image."""
     import dataclasses
 
-    from gpubench import config_fields
+    from gpubench import config_fields, utilisation
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -93,6 +93,7 @@ def show(workload: str) -> None:
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
         lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
+    lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
         lines += [f"  {repo}" for repo in spec.weights]
@@ -439,6 +440,7 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     from gpubench import stored
     from gpubench.compare import compare as compare_runs
     from gpubench.compare import regressions, unverified
+    from gpubench.compare import verdicts as compare_verdicts
     from gpubench.summary import SMOKE_BANNER, fmt
 
     if noise < 0:
@@ -476,6 +478,11 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     for row in unverified(rows, list(fail_on)):
         click.echo(f"gpubench: {row.setup} {row.metric}: {fmt(row.a)} -> {fmt(row.b)} {row.unit} with n=1, no spread"
                    " known: not counted as a regression", err=True)
+    judged = compare_verdicts(a, b)
+    if judged:
+        click.echo("\n| setup | bound by (A) | bound by (B) |\n|---|---|---|")
+        for setup, in_a, in_b in judged:
+            click.echo(f"| {setup} | {in_a or '-'} | {in_b or '-'} |")
     worse = regressions(rows, list(fail_on))
     for row in worse:
         click.echo(f"gpubench: {row.setup} {row.metric} regressed: {fmt(row.a)} -> {fmt(row.b)} {row.unit}"

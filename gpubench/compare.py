@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpubench import verdict as bound
 from gpubench.schema import MetricSummary
 from gpubench.stored import StoredRun
 
@@ -80,3 +81,9 @@ def unverified(rows: list[Row], metrics: list[str]) -> list[Row]:
     """Rows of these metrics that moved the worse way past the floor, with no spread to judge them by (n=1)."""
     return [row for row in rows if row.metric in metrics and row.verdict == NO_SPREAD
             and verdict(row.a, row.b, 0, row.better) == "worse"]
+
+
+def verdicts(a: StoredRun, b: StoredRun) -> list[tuple[str, str, str]]:
+    """(setup, what bounded it in A, in B) for the setups either run judged (gpubench/verdict.py)."""
+    in_a, in_b = bound.per_setup(a.results), bound.per_setup(b.results)
+    return [(setup, in_a.get(setup, ""), in_b.get(setup, "")) for setup in dict.fromkeys([*in_a, *in_b])]

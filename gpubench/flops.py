@@ -19,6 +19,8 @@ from gpubench.schema import Metric
 
 METRIC = "achieved_tflops"
 PEAK_METRIC = "pct_of_peak"
+BANDWIDTH_METRIC = "achieved_gbps"  # memory-bound work: bytes it must read from device memory per second
+BANDWIDTH_PEAK_METRIC = "pct_of_peak_bandwidth"
 DTYPE_INFO = "compute_dtype"
 PEAK_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8": "fp8", "tf32": "tf32",
                "bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "fp8": "fp8"}
@@ -73,3 +75,12 @@ def peak_share(metrics: dict[str, Metric], device_name: str | None, dtype: str |
     achieved = metrics.get(METRIC)
     pct = pct_of_peak(achieved.value, device_name, dtype) if achieved else None
     return Metric(value=pct, unit="%", better="higher") if pct is not None else None
+
+
+def bandwidth_share(metrics: dict[str, Metric], device_name: str | None) -> Metric | None:
+    """achieved_gbps as a percentage of the device's datasheet memory bandwidth; None when either is unknown."""
+    achieved = metrics.get(BANDWIDTH_METRIC)
+    peak = reference.peak_for(device_name) if achieved and device_name else None
+    if peak is None or not peak.bandwidth_gbps:
+        return None
+    return Metric(value=100 * achieved.value / peak.bandwidth_gbps, unit="%", better="higher")

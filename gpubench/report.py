@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from gpubench import compare, flops, reference
+from gpubench import compare, flops, reference, verdict
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.registry import UnknownName
 from gpubench.schema import MetricSummary, SetupResult, summarize
@@ -39,6 +39,7 @@ class Row:
     config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
     smoke: bool = False  # its runs were --smoke runs: a code-path test at a tiny size, not a benchmark
     reasons: list[str] = field(default_factory=list)  # the one-line error of each result that was not ok
+    verdict: str = ""  # what bounded its ok results (gpubench/verdict.py); "" for runs stored before verdicts
 
     @property
     def label(self) -> str:
@@ -111,7 +112,8 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                         statuses=[result.status for _, result in items], metrics=metrics,
                         dtype=next((d for d in dtypes if d), None), config=config, smoke=smoke,
                         reasons=list(dict.fromkeys(f"{result.status}: {result.error}" for _, result in items
-                                                   if result.status != "ok" and result.error))))
+                                                   if result.status != "ok" and result.error)),
+                        verdict=verdict.per_setup([result for _, result in items]).get(setup, "")))
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
@@ -165,6 +167,9 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
     header = ["GPU", "$/hour", "setup", "status", "n", *[f"{m} ({units[m]})" for m in report.columns], "vs post"]
     if report.counts_flops:
         header += ["TFLOP/s", "of peak"]
+    judged = any(row.verdict for row in report.rows)
+    if judged:
+        header.append("verdict")
     rows = []
     for row in report.rows:
         price = f"{row.price:g}" if row.price else "-"
@@ -174,6 +179,8 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
                  *[cell(row.metrics.get(m)) for m in report.columns], vs_post(report, row)]
         if report.counts_flops:
             cells += [cell(row.metrics.get(flops.METRIC)), of_peak(row)]
+        if judged:
+            cells.append(row.verdict)
         rows.append(cells)
     return header, rows
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment, flops, summary
+from gpubench import __version__, environment, flops, summary, utilisation, verdict
 from gpubench.catalog import WorkloadSpec
 from gpubench.schema import (
     SCHEMA_VERSION,
@@ -126,12 +126,15 @@ class Runner:
     def _write_summary(self, module, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
-        header, rows = summary.table(req.spec, module, finished.summary)
+        header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
         text = summary.markdown(header, rows, notes)
-        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{text}")
+        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
+                        for r in self.results if r.status == "ok" and r.info.get("verdict"))
+        why = f"What bounded each result (gpubench/verdict.py):\n\n{bases}\n" if bases else ""
+        (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
-        self._print(text.rstrip("\n"))
+        self._print(f"{why}{text}".rstrip("\n"))
 
     def _echo(self, text: str) -> None:
         """What a person reads: printed to stderr and kept in run.log."""
@@ -197,6 +200,10 @@ class Runner:
             share = flops.peak_share(result.metrics, result.device, dtype)
             if share is not None:
                 result.metrics[flops.PEAK_METRIC] = share
+            bandwidth = flops.bandwidth_share(result.metrics, result.device)
+            if bandwidth is not None:
+                result.metrics[flops.BANDWIDTH_PEAK_METRIC] = bandwidth
+            result.info.update(judged(result).info())
         return result
 
     def _derive(self, module, repeat: int) -> None:
@@ -226,6 +233,16 @@ class Runner:
                 del tail[:-20]
 
 
+def judged(result: SetupResult) -> verdict.Verdict:
+    """What bounded an ok result, from its metrics and the core count its sampler saw."""
+    values = {name: m.value for name, m in result.metrics.items()}
+    cores = (result.info.get("utilisation") or {}).get("cores")
+    if cores:
+        values["cores"] = float(cores)
+    values["on_gpu"] = float(bool(result.device and result.device.startswith("cuda")))
+    return verdict.judge(values)
+
+
 def overall_status(results: list[SetupResult]) -> str:
     """ok when every setup that could run here did; a skipped setup (no hub, too few GPUs) is no failure."""
     ok = sum(r.status == "ok" for r in results)
@@ -238,7 +255,8 @@ def overall_status(results: list[SetupResult]) -> str:
 def describe(result: SetupResult) -> str:
     if result.status != "ok":
         return f"  {result.setup}: {result.status.upper()} {result.error or ''}".rstrip()
-    shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in list(result.metrics.items())[:6])
+    own = [(k, m) for k, m in result.metrics.items() if k not in utilisation.METRICS]  # the machine's: in the table
+    shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in own[:6])
     return f"  {result.setup}: ok  {shown}"
 
 

@@ -66,18 +66,24 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-def table(spec: WorkloadSpec, module, summaries: list[SetupSummary]) -> tuple[list[str], list[list[str]]]:
+def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
+          verdicts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """verdicts: what bounded each setup (gpubench/verdict.py), shown last when given."""
     metrics = headline_metrics(module, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
     header = ["setup", "status", "n", *[f"{m} ({units[m]})" for m in metrics]]
     if gains:
         header.append(f"vs {spec.setups[0]}")
+    if verdicts:
+        header.append("verdict")
     rows = []
     for s in summaries:
         row = [s.setup, s.status, f"{s.ok_repeats}/{s.repeats}", *[cell(s.metrics.get(m)) for m in metrics]]
         if gains:
             row.append(f"{gains[s.setup]:.2f}x" if s.setup in gains else "")
+        if verdicts:
+            row.append(verdicts.get(s.setup, ""))
         rows.append(row)
     return header, rows
 

@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 
+from gpubench import utilisation
 from gpubench.catalog import WORKLOADS
 from gpubench.ports import free_port
 from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
@@ -82,8 +83,11 @@ class Worker:
         if self.rank == 0:  # the other ranks of a multi-process setup only compute
             self.records.write(to_line(record) + "\n")
 
-    def context(self, setup: str) -> SetupContext:
+    def context(self, setup: str, sampler: utilisation.Sampler | None = None,
+                timed_phases: tuple[str, ...] = ()) -> SetupContext:
         def progress(phase, done=None, total=None, message=None):
+            if sampler is not None:
+                sampler.mark(phase in timed_phases)
             self.emit(Progress(run_id=self.run_id, phase=phase, setup=setup, repeat=self.repeat, done=done,
                                total=total, message=message))
 
@@ -93,11 +97,13 @@ class Worker:
                             price_usd_per_hour=job.get("price_usd_per_hour"), rank=self.rank,
                             world_size=self.world_size)
 
-    def result(self, setup: str, module, started: float, values=None, exc=None, extra=None) -> SetupResult:
+    def result(self, setup: str, module, started: float, values=None, exc=None, extra=None,
+               machine=None) -> SetupResult:
+        """machine: the utilisation figures, after the workload's own metrics."""
         if exc is None:
             metrics = {}
-            for name, value in {**(extra.metrics if extra else {}), **values}.items():
-                definition = module.METRICS[name]  # an undeclared metric is a bug in the workload
+            for name, value in {**(extra.metrics if extra else {}), **values, **(machine or {})}.items():
+                definition = metric_definition(module, name)
                 metrics[name] = Metric(value=float(value), unit=definition.unit, better=definition.better)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
         else:
@@ -120,21 +126,28 @@ class Worker:
             module = load_module(WORKLOADS.get(self.job["workload"]))
             config = module.Config(**self.job["config"])
             with contextlib.ExitStack() as stack:
+                sampling = self._sampling(stack)
+                timed_phases = tuple(getattr(module, "TIMED_PHASES", utilisation.DEFAULT_TIMED_PHASES))
                 session = None
                 if hasattr(module, "open_session"):
                     session_ctx = self.context(setups[0])
                     session = stack.enter_context(
                         module.open_session(module.session_key(setups[0], config), config, session_ctx))
                 for index, setup in enumerate(setups):
-                    ctx = self.context(setup)
+                    sampler = utilisation.Sampler(sampling[0]).start() if sampling else None
+                    ctx = self.context(setup, sampler, timed_phases)
                     ctx.session = session
                     begun = time.perf_counter() if index else started
+                    machine: dict[str, float] = {}
                     try:
-                        values = module.run_setup(setup, config, ctx)
+                        try:
+                            values = module.run_setup(setup, config, ctx)
+                        finally:
+                            machine = self._utilisation(ctx, sampler, sampling)
                         if index == 0 and session_ctx is not None:  # the session's own numbers, once
                             ctx.metrics = {**session_ctx.metrics, **ctx.metrics}
                             ctx.info = {**session_ctx.info, **ctx.info}
-                        result = self.result(setup, module, begun, values, extra=ctx)
+                        result = self.result(setup, module, begun, values, extra=ctx, machine=machine)
                     except KeyboardInterrupt:
                         raise
                     except BaseException as exc:  # noqa: BLE001 - a failed setup is a result row
@@ -147,6 +160,35 @@ class Worker:
             for setup in setups:
                 if setup not in reported:
                     self.emit(self.result(setup, None, started, exc=exc, extra=session_ctx))
+
+    def _sampling(self, stack: contextlib.ExitStack) -> tuple[utilisation.Nvml | None, str | None] | None:
+        """(NVML or None, why not) when this worker samples utilisation; None when it does not (switched
+        off, or a rank other than 0, whose setup rank 0 reports)."""
+        if self.rank != 0 or not utilisation.enabled():
+            return None
+        nvml, why = utilisation.open_nvml()
+        if nvml is not None:
+            stack.callback(nvml.close)
+        return nvml, why
+
+    def _utilisation(self, ctx: SetupContext, sampler, sampling) -> dict[str, float]:
+        """The setup's utilisation metrics; what they cover (or why there are none) goes in its info."""
+        if sampler is None:
+            if self.rank == 0:
+                switch = os.environ.get(utilisation.OFF_VARIABLE)
+                ctx.info["utilisation"] = {"off": f"{utilisation.OFF_VARIABLE}={switch}"}
+            return {}
+        figures = sampler.stop()
+        ctx.info["utilisation"] = {**figures.info, **({"no_gpu_figures": sampling[1]} if sampling[1] else {})}
+        return figures.metrics
+
+
+def metric_definition(module, name: str):
+    """A metric's unit and direction: the workload's METRICS, else the figures every result carries
+    (utilisation). A metric declared in neither is a bug in the workload (KeyError)."""
+    if name in module.METRICS:
+        return module.METRICS[name]
+    return utilisation.METRICS[name]
 
 
 

@@ -25,8 +25,8 @@ def values(row):
 
 def test_every_setup_reports_a_row(smoke):
     result, rows = smoke
-    assert list(rows) == ["full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8"]
-    for setup in ("full-mb4", "lora-mb4", "full-mb8", "lora-mb8"):
+    assert list(rows) == ["full-mb4", "lora-mb4", "qlora-mb4", "full-mb8", "lora-mb8", "qlora-mb8", "lora-tuned"]
+    for setup in ("full-mb4", "lora-mb4", "full-mb8", "lora-mb8", "lora-tuned"):
         assert rows[setup]["status"] == "ok", rows[setup]["error"]
     if HAS_BNB:  # bitsandbytes 0.50's CPU backend runs NF4
         assert result.code == 0, result.stderr[-2000:]

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from gpubench import utilisation
 from gpubench.catalog import WORKLOADS
 from gpubench.runner import Runner, RunRequest
 from gpubench.stores import RunDir
@@ -137,12 +138,16 @@ def test_two_repeats_of_two_groups(tmp_path, probe, capsys):
 
     results = {(r["setup"], r["repeat"]): r for r in of(records, "result")}
     assert list(results) == [("a1", 1), ("a2", 1), ("b1", 1), ("a1", 2), ("a2", 2), ("b1", 2)]
-    assert results[("a1", 1)]["info"] == {  # what the worker was given
+    info = results[("a1", 1)]["info"]
+    for added in ("utilisation", "verdict", "verdict_basis", "verdict_figures"):  # the machine's, the runner's
+        assert info.pop(added)
+    assert info == {  # what the worker was given
         "weights": "random", "weight_paths": {"org/model": "/w/model"}, "price": PRICE, "smoke": False,
         "run_id": RUN_ID, "repeat": 1, "device": "NVIDIA H100 80GB HBM3"}
     assert results[("b1", 2)]["status"] == "error" and results[("b1", 2)]["error"] == "RuntimeError: b1 broke"
 
-    metrics = {key: {name: m["value"] for name, m in r["metrics"].items()} for key, r in results.items()}
+    metrics = {key: {name: m["value"] for name, m in r["metrics"].items() if name not in utilisation.METRICS}
+               for key, r in results.items()}
     assert metrics[("a1", 1)] == {"value": 2.0, "achieved_tflops": 494.5, "usd_per_unit": pytest.approx(0.0005),
                                   "unit_per_usd": pytest.approx(2000.0), "pct_of_peak": 50.0}
     assert metrics[("b1", 1)] == {"value": 4.0, "achieved_tflops": 494.5, "usd_per_unit": pytest.approx(0.00025),
@@ -184,7 +189,8 @@ def test_two_repeats_of_two_groups(tmp_path, probe, capsys):
 
 def test_a_worker_that_dies_in_its_group(tmp_path, probe, capsys):
     finished, records, log = run(tmp_path, probe, ["a1", "a2", "a3"], die_in="a2")
-    rows = [(r["setup"], r["status"], r["error"], sorted(r["metrics"])) for r in of(records, "result")]
+    rows = [(r["setup"], r["status"], r["error"], sorted(set(r["metrics"]) - set(utilisation.METRICS)))
+            for r in of(records, "result")]
     last_words = "dying on purpose " + "x" * 600  # the last line said on stderr, stripped, and the error cut at 500
     error = f"worker exited with code 3 before reporting: {last_words}"[:500]
     assert rows == [("a1", "ok", None, ["achieved_tflops", "pct_of_peak", "value"]),  # unpriced: no costs

@@ -1,6 +1,7 @@
 """A bad plan is refused in one line (exit 2) before any request: a TOML syntax error, a missing or negative
-cap, an empty matrix, an unknown workload or argument, a --set the job's own `gpubench run` refuses: the fake sees nothing. An unknown GPU needs the API's
-list of types to be known as such: one read of /instances/types, nothing submitted."""
+cap, an empty matrix, an unknown workload or argument, a --set the job's own `gpubench run` refuses: the fake
+sees nothing. An unknown GPU needs the API's list of types to be known as such: one read of /instances/types,
+nothing submitted."""
 
 from __future__ import annotations
 

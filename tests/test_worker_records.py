@@ -12,7 +12,7 @@ import sys
 import pytest
 import worker_probe_workload as workload
 
-from gpubench import worker
+from gpubench import utilisation, worker
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.schema import Progress, SetupResult, parse_record
 
@@ -54,6 +54,12 @@ def test_progress_and_info_carry_the_setup_context():
     first, second = [r for r in records if isinstance(r, SetupResult)]
     context = {"run_id": "rid", "repeat": 3, "smoke": True, "weights": "random", "weight_paths": {"org/model": None},
                "price": 2.5, "rank": 0, "world_size": 1, "session": "session-s"}
+    for result in (first, second):  # every result also says what the machine did (gpubench/utilisation.py)
+        assert result.info.pop("utilisation")["sample_s"] == utilisation.SAMPLE_S
+        assert result.metrics.pop("util_samples").unit == "samples"
+        for name in list(result.metrics):
+            if name in utilisation.METRICS:
+                del result.metrics[name]
     assert first.info == {"session_for": "first", "setup": "first", **context}
     assert second.info == {"setup": "second", **context}
     assert {k: (m.value, m.unit, m.better) for k, m in first.metrics.items()} == {

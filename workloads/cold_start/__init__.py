@@ -83,6 +83,8 @@ HEADLINE = [  # the post's table columns, in its order
     "raw_read_gbps",
 ]
 
+TIMED_PHASES = ("load", "first_token")  # what utilisation is summarised over: the load and first token
+
 METRICS = {
     "import_s": MetricDef("s", "lower", "import torch + transformers in a fresh process"),
     "download_s": MetricDef("s", "lower", "Hub download of the checkpoint (fresh-download setups only)"),

@@ -58,6 +58,8 @@ class Config:
     cpu_threads: int = param(0, "torch's intra-op threads on a CPU; 0: torch's default", min=0)
     memory_limit_gib: float = param(0.0, "cap on PyTorch's CUDA allocator (44.4: the study's L40S); 0: the whole card",
                                     min=0)
+    tuned_cuda_graphs: bool = param(True, "lora-tuned on a GPU: forward and backward as CUDA graphs (eager if capture"
+                                                 " fails)")
     # Qwen2.5-1.5B-Instruct's shape, for random weights
     vocab_size: int = param(151936, "random weights' vocabulary size (Qwen2.5-1.5B-Instruct's shape)", min=2)
     hidden_size: int = param(1536, "random weights' hidden size", min=1)
@@ -110,6 +112,8 @@ HEADLINE = [  # the post's table columns, in its order
     "usd_per_training_run",
 ]
 
+TIMED_PHASES = ("train",)  # what utilisation is summarised over: the timed steps
+
 METRICS = {
     "trainable_params_m": MetricDef("M params", None, "parameters the optimizer updates, millions"),
     "trainable_pct": MetricDef("%", None, "trainable parameters as a share of the model's"),
@@ -130,6 +134,11 @@ METRICS = {
     "peak_mem_over_lora_gib": MetricDef("GiB", "lower", "peak_mem_gib minus LoRA's at the same micro-batch"),
     "loss_before_over_lora": MetricDef(
         "nats/token", "lower", "eval_loss_before minus LoRA's (QLoRA's 4-bit quantisation cost)"),
+    # lora-tuned (finetune/tuned.py)
+    "warmup_s": MetricDef("s", "lower", "lora-tuned: untimed graph capture / first passes before the timed steps"),
+    "examples_per_step": MetricDef("examples", None, "training examples per optimizer step"),
+    "speedup_vs_study": MetricDef("x", "higher", "lora-tuned's tokens_per_s over lora-mb4's in the same run"),
+    "loss_vs_study": MetricDef("nats/token", None, "lora-tuned's eval_loss_after minus lora-mb4's in the same run"),
 }
 
 # The post compared the three models' answers to three fixed prompts and names one of them; the other two are ours.
@@ -146,6 +155,7 @@ SETUPS = {  # setup name -> (method, micro-batch)
     "full-mb8": ("full", 8),
     "lora-mb8": ("lora", 8),
     "qlora-mb8": ("qlora", 8),
+    "lora-tuned": ("lora", EXAMPLES_PER_STEP),  # not the study's: finetune/tuned.py
 }
 
 
@@ -155,7 +165,8 @@ SETUP_NOTES = {
         ("lora", "LoRA adapters on a frozen bf16 model"),
         ("qlora", "QLoRA: LoRA adapters on a 4-bit NF4 model (bitsandbytes)"),
     ) for mb in (4, 8)
-}
+} | {"lora-tuned": "LoRA as lora-mb4; each step's 16 examples packed in one row, one pass a step as a CUDA graph,"
+                 " fused AdamW (ours)"}
 
 
 def weights_for(setup: str, config: Config) -> list[str]:
@@ -200,6 +211,10 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
     from gpubench.workloads.finetune import data, models
 
+    if setup == "lora-tuned":
+        from gpubench.workloads.finetune import tuned
+
+        return tuned.run_setup(setup, config, ctx)
     method, _ = SETUPS[setup]
     micro, accumulation = config.batching(setup)
     device = config.device
@@ -385,4 +400,7 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
             derived["speedup_vs_mb8"] = mb8["train_s"] / mine["train_s"]
         if derived:
             out[setup] = derived
+    from gpubench.workloads.finetune import tuned
+
+    out.update(tuned.derive(values))
     return out

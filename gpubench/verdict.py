@@ -1,0 +1,137 @@
+"""What bounded a result, read from its own figures: one verdict and the numbers it rests on.
+
+The runner calls `judge` on every ok result once it has its share of the peak, and stores the outcome in
+the result's info (`verdict`, `verdict_basis`, `verdict_figures`). Rules, in order (thresholds and their
+reasons in data/verdict_thresholds.csv):
+
+  undetermined   fewer than min_samples utilisation samples (or sampling off)
+  throttled      a power or thermal clock-throttle reason in more than throttled_share of the samples, with the
+                 SM clock's mean under throttled_clock of its maximum
+  compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
+  memory-bound   achieved bandwidth at memory_bound_bandwidth of the datasheet HBM bandwidth
+  storage-bound  a load at storage_bound_read to storage_above_read of a plain read of the same files (cold-start)
+  host-bound     GPU busy under host_bound_busy while the busiest host thread is saturated
+  undetermined   none of these: the basis says what the figures do show
+
+On a CPU (no GPU samples) the host is the device: compute-bound when the process keeps cpu_cores_busy of
+its cores busy, host-bound when one thread is saturated while over half the cores stay idle.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+from gpubench import flops
+
+VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "throttled", "undetermined")
+STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
+
+
+@cache
+def thresholds() -> dict[str, float]:
+    text = resources.files("gpubench").joinpath("data", "verdict_thresholds.csv").read_text(encoding="utf-8")
+    rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
+    return {row["name"]: float(row["value"]) for row in rows}
+
+
+@dataclass
+class Verdict:
+    label: str
+    basis: str
+    figures: dict[str, float] = field(default_factory=dict)
+
+    def info(self) -> dict:
+        return {"verdict": self.label, "verdict_basis": self.basis,
+                "verdict_figures": {k: round(v, 2) for k, v in self.figures.items()}}
+
+
+def judge(values: dict[str, float]) -> Verdict:
+    """The verdict for one result's metric values (name -> number); `cores` (the CPUs the sampler saw) and
+    `on_gpu` (1 when the result's device is a GPU) come from its info and device."""
+    t = thresholds()
+    v = values.get
+    samples = v("util_samples", 0)
+    if samples < t["min_samples"]:
+        return Verdict("undetermined", f"{samples:.0f} utilisation samples (fewer than {t['min_samples']:.0f})",
+                       {"util_samples": samples})
+    if v("gpu_busy_pct") is None:
+        if v("on_gpu"):
+            return Verdict("undetermined", "ran on a GPU but no GPU figures were read (NVML unavailable)",
+                           {"util_samples": samples})
+        return _judge_cpu(values, t)
+    busy, thread = v("gpu_busy_pct"), v("busiest_thread_pct")
+    figures = {name: values[name] for name in ("util_samples", "gpu_busy_pct", "busiest_thread_pct",
+                                               flops.PEAK_METRIC, flops.BANDWIDTH_PEAK_METRIC, "throttled_pct",
+                                               "sm_clock_pct", "power_pct") if name in values}
+    seen = _describe(figures)
+    clock = v("sm_clock_pct")
+    if v("throttled_pct", 0) > t["throttled_share"] and clock is not None and clock < t["throttled_clock"]:
+        return Verdict("throttled", f"power/thermal throttle reason in {v('throttled_pct'):.0f}% of samples "
+                                    f"(> {t['throttled_share']:.0f}%) with the SM clock at {clock:.0f}% of its "
+                                    f"maximum (< {t['throttled_clock']:.0f}%); {seen}", figures)
+    peak = v(flops.PEAK_METRIC)
+    if peak is not None and peak >= t["compute_bound_peak"] and busy >= t["compute_bound_busy"]:
+        return Verdict("compute-bound", f"{peak:.0f}% of peak FLOP/s (>= {t['compute_bound_peak']:.0f}%) with the GPU"
+                                        f" busy {busy:.0f}% (>= {t['compute_bound_busy']:.0f}%); {seen}", figures)
+    bandwidth = v(flops.BANDWIDTH_PEAK_METRIC)
+    if bandwidth is not None and bandwidth >= t["memory_bound_bandwidth"]:
+        return Verdict("memory-bound", f"{bandwidth:.0f}% of peak HBM bandwidth (>= "
+                                       f"{t['memory_bound_bandwidth']:.0f}%); {seen}", figures)
+    storage = _storage_share(values)
+    if storage is not None:
+        figures["load_over_raw_read_pct"] = storage
+        if t["storage_bound_read"] <= storage <= t["storage_above_read"]:
+            return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
+                                            f"{t['storage_bound_read']:.0f}%); {seen}", figures)
+    if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
+        return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
+                                     f" thread used {thread:.0f}% of a core (>= {t['saturated_thread']:.0f}%)",
+                       figures)
+    return Verdict("undetermined", f"no rule met: {seen}", figures)
+
+
+def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:
+    """No GPU figures: the host is the device; read its occupancy."""
+    cpu, thread, cores = values.get("host_cpu_pct"), values.get("busiest_thread_pct"), values.get("cores")
+    figures = {name: values[name] for name in ("util_samples", "host_cpu_pct", "busiest_thread_pct", "cores")
+               if name in values}
+    if cpu is None or thread is None or not cores:
+        return Verdict("undetermined", "no GPU and no host figures", figures)
+    occupied = cpu / cores  # % of all allowed cores
+    if occupied >= t["cpu_cores_busy"]:
+        return Verdict("compute-bound", f"no GPU: the process kept {occupied:.0f}% of its {cores:.0f} cores busy "
+                                        f"(>= {t['cpu_cores_busy']:.0f}%)", figures)
+    if thread >= t["saturated_thread"] and occupied < 50:
+        return Verdict("host-bound", f"no GPU: one thread at {thread:.0f}% of a core (>= {t['saturated_thread']:.0f}%)"
+                                     f" while {100 - occupied:.0f}% of the {cores:.0f} cores stayed idle", figures)
+    return Verdict("undetermined", f"no GPU: process at {cpu:.0f}% of a core on {cores:.0f} cores, busiest thread "
+                                   f"{thread:.0f}%", figures)
+
+
+def _storage_share(values: dict[str, float]) -> float | None:
+    rate, ceiling = values.get(STORAGE_RATE), values.get(STORAGE_CEILING)
+    return 100.0 * rate / ceiling if rate and ceiling else None
+
+
+def _describe(figures: dict[str, float]) -> str:
+    labels = {"gpu_busy_pct": "GPU busy {:.0f}%", "busiest_thread_pct": "busiest thread {:.0f}% of a core",
+              flops.PEAK_METRIC: "{:.0f}% of peak FLOP/s", flops.BANDWIDTH_PEAK_METRIC: "{:.0f}% of peak bandwidth",
+              "sm_clock_pct": "SM clock {:.0f}% of max", "power_pct": "power {:.0f}% of limit"}
+    return ", ".join(fmt.format(figures[name]) for name, fmt in labels.items() if name in figures)
+
+
+def per_setup(results) -> dict[str, str]:
+    """Each setup's verdict over its ok results: one label, or the labels with their counts when repeats differ."""
+    labels: dict[str, list[str]] = {}
+    for result in results:
+        if result.status == "ok" and result.info.get("verdict"):
+            labels.setdefault(result.setup, []).append(result.info["verdict"])
+    out = {}
+    for setup, seen in labels.items():
+        distinct = list(dict.fromkeys(seen))
+        out[setup] = distinct[0] if len(distinct) == 1 else ", ".join(f"{d} ({seen.count(d)}/{len(seen)})"
+                                                                      for d in distinct)
+    return out

@@ -1,0 +1,106 @@
+"""The verdict rules (gpubench/verdict.py) against hand-made figures at and around each threshold."""
+
+from gpubench import verdict
+from gpubench.schema import Metric, SetupResult
+
+T = verdict.thresholds()
+
+
+def gpu(**overrides):
+    """A GPU result that no rule claims: busy GPU, modest FLOP/s, no bandwidth, unthrottled."""
+    base = {"util_samples": 200.0, "gpu_busy_pct": 99.0, "busiest_thread_pct": 70.0, "pct_of_peak": 20.0,
+            "throttled_pct": 0.0, "sm_clock_pct": 98.0, "power_pct": 60.0}
+    return {**base, **overrides}
+
+
+def label(values):
+    return verdict.judge(values).label
+
+
+def test_thresholds_come_from_the_data_file_with_a_reason_each():
+    assert {"min_samples", "throttled_share", "throttled_clock", "compute_bound_peak", "compute_bound_busy",
+            "memory_bound_bandwidth", "host_bound_busy", "saturated_thread", "cpu_cores_busy",
+            "storage_bound_read", "storage_above_read"} <= set(T)
+
+
+def test_too_few_samples_is_undetermined():
+    assert label(gpu(util_samples=T["min_samples"] - 1)) == "undetermined"
+    assert label(gpu(util_samples=T["min_samples"], pct_of_peak=T["compute_bound_peak"])) == "compute-bound"
+    assert label({}) == "undetermined"  # sampling off: no figures at all
+
+
+def test_compute_bound_at_the_peak_share_with_a_busy_gpu():
+    at = T["compute_bound_peak"]
+    assert label(gpu(pct_of_peak=at)) == "compute-bound"
+    assert label(gpu(pct_of_peak=at - 0.1)) == "undetermined"
+    assert label(gpu(pct_of_peak=at, gpu_busy_pct=T["compute_bound_busy"] - 0.1)) == "undetermined"
+    v = verdict.judge(gpu(pct_of_peak=41.0))
+    assert "41% of peak FLOP/s" in v.basis and v.figures["pct_of_peak"] == 41.0
+
+
+def test_throttled_needs_the_reason_and_a_lowered_clock():
+    share, clock = T["throttled_share"], T["throttled_clock"]
+    assert label(gpu(throttled_pct=share + 1, sm_clock_pct=clock - 1)) == "throttled"
+    assert label(gpu(throttled_pct=share, sm_clock_pct=clock - 1)) == "undetermined"  # not more than the share
+    # the H200 at its power cap with the clock at 98%: the reason alone names no bound
+    assert label(gpu(throttled_pct=100.0, sm_clock_pct=clock)) == "undetermined"
+    # a throttled clock is named before compute-bound: the power limit set the pace
+    assert label(gpu(throttled_pct=100.0, sm_clock_pct=82.0, pct_of_peak=40.0)) == "throttled"
+
+
+def test_memory_bound_at_the_bandwidth_share():
+    at = T["memory_bound_bandwidth"]
+    assert label(gpu(pct_of_peak_bandwidth=at)) == "memory-bound"
+    assert label(gpu(pct_of_peak_bandwidth=at - 0.1)) == "undetermined"
+
+
+def test_host_bound_needs_an_idle_gpu_and_a_saturated_thread():
+    busy, thread = T["host_bound_busy"], T["saturated_thread"]
+    assert label(gpu(gpu_busy_pct=busy - 0.1, busiest_thread_pct=thread)) == "host-bound"
+    assert label(gpu(gpu_busy_pct=busy, busiest_thread_pct=thread)) == "undetermined"
+    assert label(gpu(gpu_busy_pct=12.0, busiest_thread_pct=thread - 0.1)) == "undetermined"
+    v = verdict.judge(gpu(gpu_busy_pct=14.5, busiest_thread_pct=93.6))
+    assert v.basis == "GPU busy 14% (< 70%) while the busiest host thread used 94% of a core (>= 85%)"
+
+
+def test_storage_bound_between_the_read_shares():
+    low, high = T["storage_bound_read"], T["storage_above_read"]
+    idle = {"gpu_busy_pct": 3.0, "busiest_thread_pct": 40.0, "raw_read_gbps": 2.0}
+    assert label(gpu(**idle, load_read_gbps=2.0 * low / 100)) == "storage-bound"
+    assert label(gpu(**idle, load_read_gbps=2.0 * high / 100)) == "storage-bound"
+    assert label(gpu(**idle, load_read_gbps=2.0 * (low - 1) / 100)) == "undetermined"
+    assert label(gpu(**idle, load_read_gbps=2.0 * (high + 1) / 100)) == "undetermined"  # the page cache served it
+
+
+def cpu(**overrides):
+    return {"util_samples": 50.0, "host_cpu_pct": 100.0, "busiest_thread_pct": 60.0, "cores": 4.0, **overrides}
+
+
+def test_a_gpu_result_without_gpu_figures_is_not_judged_as_a_cpu():
+    assert label(cpu(host_cpu_pct=400.0)) == "compute-bound"
+    v = verdict.judge(cpu(host_cpu_pct=400.0, on_gpu=1.0))
+    assert v.label == "undetermined" and "no GPU figures" in v.basis
+
+
+def test_on_a_cpu_the_host_figures_decide():
+    cores_busy = T["cpu_cores_busy"]
+    assert label(cpu(host_cpu_pct=4 * cores_busy)) == "compute-bound"
+    assert label(cpu(host_cpu_pct=4 * cores_busy - 1)) == "undetermined"
+    thread = T["saturated_thread"]
+    assert label(cpu(host_cpu_pct=100.0, busiest_thread_pct=thread)) == "host-bound"  # 1 of 4 cores
+    assert label(cpu(host_cpu_pct=100.0, busiest_thread_pct=thread - 1)) == "undetermined"
+    assert label(cpu(host_cpu_pct=200.0, busiest_thread_pct=thread)) == "undetermined"  # half the cores in use
+    assert label(cpu(cores=None)) == "undetermined"
+
+
+def result(setup, status="ok", label=None, repeat=1):
+    info = {"verdict": label} if label else {}
+    return SetupResult(run_id="r", setup=setup, repeat=repeat, status=status, info=info,
+                       metrics={"x": Metric(value=1.0, unit="u")} if status == "ok" else {})
+
+
+def test_per_setup_names_one_label_or_the_mix():
+    results = [result("a", label="host-bound"), result("a", label="host-bound", repeat=2),
+               result("b", label="host-bound"), result("b", label="undetermined", repeat=2),
+               result("c", status="error")]
+    assert verdict.per_setup(results) == {"a": "host-bound", "b": "host-bound (1/2), undetermined (1/2)"}
