@@ -65,6 +65,10 @@ def test_quantized_weights_without_a_log_line_are_not_guessed(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA3_8B))
     (tmp_path / "model.safetensors").write_bytes(b"x" * 100)
     assert serving_common.decode_facts(str(tmp_path), "bfloat16", "", {})["weight_bytes"] == 100
+    # vLLM --dtype auto: the config's dtype (transformers 5 writes "dtype", older "torch_dtype"), bf16 if none
+    assert serving_common.decode_facts(str(tmp_path), "auto", "", {})["kv_dtype"] == "bfloat16"
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA3_8B, "dtype": "float32"}))
+    assert serving_common.decode_facts(str(tmp_path), "auto", "", {})["kv_bytes_per_token"] == 2 * 131_072
     facts = serving_common.decode_facts(str(tmp_path), "bfloat16", "fp8", {})
     info = {}
     assert serving_common.decode_bandwidth([record(0, 0, 0.1, 1.1, 10, 11)], {"prompt_tokens_mean": 10,

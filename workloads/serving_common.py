@@ -223,7 +223,9 @@ def decode_facts(folder: str, dtype: str, quantization: str, startup: dict[str, 
     from gpubench import bandwidth
 
     config = json.loads((Path(folder) / "config.json").read_text())
-    kv_dtype = config.get("torch_dtype", "bfloat16") if dtype == "auto" else dtype
+    kv_dtype = (config.get("torch_dtype") or config.get("dtype") or "bfloat16") if dtype == "auto" else dtype
+    if kv_dtype not in bandwidth.DTYPE_BYTES:
+        return {"missing": f"the bytes of the KV cache's dtype {kv_dtype!r}"}
     facts: dict[str, Any] = {"kv_bytes_per_token": bandwidth.model_kv_bytes_per_token(
         config, bandwidth.DTYPE_BYTES[kv_dtype]), "kv_dtype": kv_dtype}
     files = sum(f.stat().st_size for f in Path(folder).glob("*.safetensors"))
