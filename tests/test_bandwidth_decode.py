@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from gpubench import bandwidth, verdict
+from gpubench import bandwidth, flops, verdict
 from gpubench.loadgen.client import RequestRecord
+from gpubench.schema import Metric
 from gpubench.workloads import serving_common
 
 # Llama-3-8B's attention: 32 layers, 8 KV heads of 128, bf16 -> 2 x 32 x 8 x 128 x 2 = 131,072 B (128 KiB) a token.
@@ -77,7 +78,12 @@ def test_quantized_weights_without_a_log_line_are_not_guessed(tmp_path):
 
 
 def test_the_verdict_reads_the_decode_bandwidth_share():
-    # a decode at 65% of peak bandwidth, GPU busy 95%, at 5% of peak FLOP/s: the bytes set the pace
-    values = {"util_samples": 100, "gpu_busy_pct": 95, "busiest_thread_pct": 40, "pct_of_peak": 5,
-              "pct_of_peak_bandwidth": 65, "on_gpu": 1}
-    assert verdict.judge(values).label == "memory-bound"
+    # the worked 7B step on an H200 (4,800 GB/s datasheet): 969.7 GB/s is 20.2%, not memory-bound;
+    # the same bytes in 6.5 ms (2,983.7 GB/s, 62.2%) are
+    base = {"util_samples": 100, "gpu_busy_pct": 95, "busiest_thread_pct": 40, "pct_of_peak": 5, "on_gpu": 1}
+    for tpot_s, pct, label in ((0.020, 20.2, "undetermined"), (0.0065, 62.2, "memory-bound")):
+        gbps = bandwidth.achieved_gbps(19_394_304_000, tpot_s)
+        achieved = {flops.BANDWIDTH_METRIC: Metric(value=gbps, unit="GB/s", better="higher")}
+        share = flops.bandwidth_share(achieved, "NVIDIA H200")
+        assert share.value == pytest.approx(pct, abs=0.05)
+        assert verdict.judge({**base, flops.BANDWIDTH_PEAK_METRIC: share.value}).label == label
