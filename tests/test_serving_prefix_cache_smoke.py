@@ -75,3 +75,18 @@ def test_derived_cost_ratio_is_the_throughput_ratio(smoke):
         off = "off-" + on[3:]
         expected = values(r[on])["requests_per_s"] / values(r[off])["requests_per_s"]
         assert values(derived[on])["cost_ratio_off_vs_on"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_decode_bandwidth_is_reported_from_the_server_facts_and_the_load(smoke):
+    result, _ = smoke
+    for setup, row in rows(result).items():
+        m, b = values(row), row["info"]["bandwidth"]
+        # the tiny Qwen2 in bf16: K and V of 2 layers x 2 KV heads x 64 x 2 B = 1,024 B a token
+        assert b["kv_bytes_per_token"] == 1024 and b["kv_dtype"] == "bfloat16", setup
+        assert b["weight_bytes"] > 1e6
+        assert b["context_tokens"] == m["prompt_tokens_mean"] + m["completion_tokens_mean"] / 2
+        users = 1 if setup.endswith("c1") else 16
+        assert 1 <= b["sequences_in_flight"] <= users
+        step = b["weight_bytes"] + b["sequences_in_flight"] * b["context_tokens"] * 1024
+        assert b["bytes_per_step"] == pytest.approx(step, rel=1e-3)
+        assert m["achieved_gbps"] == pytest.approx(b["bytes_per_step"] / b["tpot_ms_mean"] * 1e3 / 1e9, rel=1e-9)

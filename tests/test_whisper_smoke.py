@@ -47,3 +47,19 @@ def test_speed_against_the_sequential_setup_is_derived(smoke):
         "realtime_factor"]
     assert derived["hf-large-v3-fp16-b16"]["metrics"]["x_vs_sequential"]["value"] == pytest.approx(ratio)
     assert "fw-large-v3-fp16-seq" not in derived
+
+
+def test_decoder_bandwidth_is_measured_for_transformers_and_said_absent_for_ctranslate2(smoke):
+    rows, _ = smoke
+    hf = rows["hf-large-v3-fp16-b16"]
+    m, facts = values(hf), hf["info"]["bandwidth"]
+    # Whisper tiny on the CPU in fp32: K and V of 4 decoder layers x 384 wide x 4 B = 12,288 B a token
+    assert facts["kv_bytes_per_token"] == 2 * 4 * 384 * 4
+    # 8 tokens a window (random weights) + the prompt's step: at least 8 forward calls of the decoder
+    assert facts["decoder_steps"] >= 8 and facts["rows_per_step"] >= 1
+    # each step reads at least the decoder's weights and one row's cross-attention KV over 1500 frames
+    assert facts["bytes_per_step"] >= facts["decoder_weight_bytes"] + facts["rows_per_step"] * 1500 * 12_288
+    assert m["achieved_gbps"] == pytest.approx(facts["bytes_per_step"] / (m["decoder_step_ms"] / 1e3) / 1e9)
+    seq = rows["fw-large-v3-fp16-seq"]
+    assert "achieved_gbps" not in seq["metrics"]
+    assert seq["info"]["bandwidth"] == "not measured: CTranslate2 does not expose the decoder's step time"

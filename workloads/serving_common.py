@@ -42,6 +42,9 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
     "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
+    "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/bandwidth.py): the bytes a decode step"
+                               " must read (weights once + each running sequence's KV cache at its mean context) over"
+                               " the mean TPOT; a lower bound of the traffic; inputs in info['bandwidth']"),
 }
 METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
 
@@ -136,7 +139,8 @@ def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, q
             ctx.metrics.pop("max_concurrency", None)
             ctx.info["server_version"] = server.version()
             ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
-            yield Session("vllm", server, config.model, tokenizer=served.folder)
+            facts = decode_facts(served.folder, config.dtype, quantization, server.startup_facts())
+            yield Session("vllm", server, config.model, tokenizer=served.folder, facts=facts)
         finally:
             server.stop()
 
@@ -205,7 +209,53 @@ def measure_load(session: Session, ctx: SetupContext, **spec_fields) -> dict[str
         metrics.update(server_prompt_tokens=delta["prompt_tokens"],
                        server_generation_tokens=delta.get("generation_tokens", 0.0))
     ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"})
+    if session.kind == "vllm":
+        metrics.update(decode_bandwidth(run.records, metrics, session.facts, ctx.info))
+    else:
+        ctx.info["bandwidth"] = "not measured: Ollama's quantized GGUF weights and KV cache layout are not modelled"
     return metrics
+
+
+def decode_facts(folder: str, dtype: str, quantization: str, startup: dict[str, float]) -> dict[str, Any]:
+    """What the decode's bytes per step need: the weights' bytes (vLLM's startup log; else, unquantized, the
+    checkpoint's safetensors) and the KV cache's bytes per token (the model's config, KV in the model dtype:
+    no study sets --kv-cache-dtype), or why one is unknown."""
+    from gpubench import bandwidth
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    kv_dtype = (config.get("torch_dtype") or config.get("dtype") or "bfloat16") if dtype == "auto" else dtype
+    if kv_dtype not in bandwidth.DTYPE_BYTES:
+        return {"missing": f"the bytes of the KV cache's dtype {kv_dtype!r}"}
+    facts: dict[str, Any] = {"kv_bytes_per_token": bandwidth.model_kv_bytes_per_token(
+        config, bandwidth.DTYPE_BYTES[kv_dtype]), "kv_dtype": kv_dtype}
+    files = sum(f.stat().st_size for f in Path(folder).glob("*.safetensors"))
+    if "weights_gib" in startup:
+        facts.update(weight_bytes=startup["weights_gib"] * 2**30, weights_from="vLLM log: Model loading took")
+    elif files and not quantization:
+        facts.update(weight_bytes=float(files), weights_from="the checkpoint's safetensors files")
+    else:
+        facts["missing"] = "the weights' size: not in vLLM's log, and no unquantized checkpoint files"
+    return facts
+
+
+def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], info: dict) -> dict[str, float]:
+    """achieved_gbps of a load's decode (gpubench/bandwidth.py): the mean batch of sequences decoding at once,
+    each at its mean context during decode (prompt + half the output), over the mean TPOT."""
+    from gpubench import bandwidth
+
+    ok = [r for r in records if r.ok and r.tpot_s]
+    if "missing" in facts or not ok or "prompt_tokens_mean" not in metrics:
+        info["bandwidth"] = "not measured: " + (facts.get("missing") or "no request with a TPOT or a prompt length")
+        return {}
+    tpot_s = sum(r.tpot_s for r in ok) / len(ok)
+    sequences = bandwidth.mean_in_flight((r.sent + r.ttft_s, r.sent + r.last_token_s) for r in ok)
+    context = metrics["prompt_tokens_mean"] + metrics["completion_tokens_mean"] / 2
+    step = bandwidth.decode_bytes_per_step(facts["weight_bytes"], sequences, context, facts["kv_bytes_per_token"])
+    info["bandwidth"] = {"weight_bytes": facts["weight_bytes"], "weights_from": facts["weights_from"],
+                         "kv_bytes_per_token": facts["kv_bytes_per_token"], "kv_dtype": facts["kv_dtype"],
+                         "sequences_in_flight": round(sequences, 2), "context_tokens": round(context, 1),
+                         "bytes_per_step": step, "tpot_ms_mean": tpot_s * 1e3}
+    return {"achieved_gbps": bandwidth.achieved_gbps(step, tpot_s)}
 
 
 def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurrency: int, max_tokens: int,

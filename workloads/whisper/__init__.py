@@ -95,6 +95,11 @@ METRICS = {
     "transcribe_s": MetricDef("s", "lower", "wall time of the timed transcription of the whole audio set"),
     "audio_s": MetricDef("s", None, "seconds of audio transcribed"),
     "warmup_s": MetricDef("s", None, "the untimed first transcription (kernel selection, allocations)"),
+    "achieved_gbps": MetricDef("GB/s", "higher", "transformers' decoder, a model (gpubench/bandwidth.py): bytes its "
+                               "steps must read (weights + cross- and self-attention KV) over their timed forward "
+                               "calls, in one untimed pass of the warm-up audio; a lower bound of the traffic"),
+    "decoder_step_ms": MetricDef("ms", "lower", "transformers' decoder: mean time of one forward call (one "
+                                 "generated token for every row of the batch x beams), same pass"),
     "model_load_s": MetricDef("s", "lower", "model load to the device"),
     "wer_pct": MetricDef("%", "lower", "word error rate against the reference transcripts, normalised text"),
     "reference_words": MetricDef("words", None, "words in the reference transcripts"),
@@ -223,9 +228,20 @@ def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: 
             transcripts.append(transcribe(clip.audio))
             ctx.progress("timed", done=i + 1, total=len(clips))
         elapsed = time.perf_counter() - started
+    probe = getattr(transcribe, "decoder_probe", None)
+    if probe is None:
+        ctx.info["bandwidth"] = "not measured: CTranslate2 does not expose the decoder's step time"
+    else:
+        ctx.progress("decoder_bandwidth")
+        decoder = probe(warmup)
+        ctx.info["bandwidth"] = {"basis": "decoder forward calls timed over one more, untimed pass of the warm-up"
+                                          " audio: decoder weights + cross- and self-attention KV per step",
+                                 **decoder.pop("info", {})}
     audio_s = sum(clip.seconds for clip in clips)
     metrics = {"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
                "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts}
+    if probe is not None:
+        metrics.update(decoder)
     if sampler is not None:
         metrics["peak_gpu_mem_gib"] = sampler.peak_bytes / 2**30
         ctx.info["memory"] = f"NVML device used memory, max of {sampler.samples} samples every {sampler.interval_s} s"

@@ -91,8 +91,57 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
                       generate_kwargs=generate)
         return out["text"]
 
+    transcribe.decoder_probe = lambda audio: decoder_bandwidth(model, transcribe, audio, device)
     facts = {"engine": "transformers pipeline", "device": device, "compute_type": str(dtype).removeprefix("torch."),
              "attention": model.config._attn_implementation, "model": described,
              "decoding": f"chunk_length_s={config.chunk_length_s}, batch_size={config.batch_size}, "
                          f"pipeline generation defaults (num_beams=5, max_new_tokens=256), {generate}"}
     return transcribe, facts
+
+
+def decoder_bandwidth(model, transcribe, audio, device: str) -> dict:
+    """One more, untimed transcription of `audio` with the decoder's forward calls timed (synchronized on a GPU):
+    achieved_gbps = what its steps must read (decoder weights once + each row's cross-attention KV over the
+    encoder's 1500 frames and its self-attention KV so far, gpubench/bandwidth.py) over their summed time."""
+    import time
+
+    import torch
+
+    from gpubench import bandwidth
+
+    decoder, config = model.model.decoder, model.config
+    weight_bytes = sum(p.numel() * p.element_size() for p in decoder.parameters())
+    dtype_bytes = next(decoder.parameters()).element_size()
+    kv_per_token = bandwidth.kv_bytes_per_token(config.decoder_layers, 1, config.d_model, dtype_bytes)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    steps = {"bytes": 0.0, "seconds": 0.0, "calls": 0, "rows": 0}
+
+    def before(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        cache = kwargs.get("past_key_values")
+        past = cache.get_seq_length() if cache is not None else 0
+        context = config.max_source_positions + past + ids.shape[1]
+        steps["bytes"] += bandwidth.decode_bytes_per_step(weight_bytes, ids.shape[0], context, kv_per_token)
+        steps["rows"] += ids.shape[0]
+        sync()
+        steps["started"] = time.perf_counter()
+
+    def after(module, args, kwargs, output):
+        sync()
+        steps["seconds"] += time.perf_counter() - steps["started"]
+        steps["calls"] += 1
+
+    hooks = [decoder.register_forward_pre_hook(before, with_kwargs=True),
+             decoder.register_forward_hook(after, with_kwargs=True)]
+    try:
+        transcribe(audio)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not steps["calls"]:
+        return {}
+    return {"achieved_gbps": bandwidth.achieved_gbps(steps["bytes"], steps["seconds"]),
+            "decoder_step_ms": 1e3 * steps["seconds"] / steps["calls"],
+            "info": {"decoder_steps": steps["calls"], "rows_per_step": steps["rows"] / steps["calls"],
+                     "bytes_per_step": steps["bytes"] / steps["calls"],
+                     "decoder_weight_bytes": weight_bytes, "kv_bytes_per_token": kv_per_token}}
