@@ -53,7 +53,7 @@ class ServingConfig:
     model_shape: str = "study"  # "study": the repo's weights (or random at its shape); "tiny": a 2-layer Qwen2
     dtype: str = "bfloat16"
     gpu_memory_utilization: float = 0.90
-    vllm_python: str = ""  # empty: $GPUBENCH_VLLM_PYTHON, else this Python or python3 when it imports vllm
+    vllm_python: str = ""  # empty: $GPUBENCH_VLLM_PYTHON, this Python, the source tree's .venv-vllm/ or python3
     enforce_eager: bool = False  # vLLM --enforce-eager: the CPU smoke skips compilation
     cpu_kvcache_gib: int = 0  # vLLM CPU build only (VLLM_CPU_KVCACHE_SPACE); 0: leave it unset
     ready_timeout_s: float = 1200.0
@@ -114,15 +114,19 @@ class Session:
 def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, quantization: str = "",
                  prefix_caching: bool | None = None):
     """One vLLM server for a group of setups; time to ready and the startup log's sizes go in ctx.metrics."""
-    from gpubench.servers.vllm import VllmFlags, VllmServer
+    from gpubench.servers.vllm import VllmFlags, VllmNotFound, VllmServer, find_python
 
+    try:
+        python = find_python(config.vllm_python)
+    except VllmNotFound as exc:  # like a missing ollama binary: the setup can't run here, and says how to fix it
+        raise SetupSkipped(str(exc)) from None
     with model_folder(config, ctx) as served, tempfile.TemporaryDirectory(prefix="gpubench-vllm-") as tmp:
         flags = VllmFlags(model=served.folder, served_model_name=config.model, dtype=config.dtype,
                           max_model_len=max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,
                           quantization=quantization, prefix_caching=prefix_caching, load_format=served.load_format,
                           enforce_eager=config.enforce_eager)
         extra_env = {"VLLM_CPU_KVCACHE_SPACE": str(config.cpu_kvcache_gib)} if config.cpu_kvcache_gib else {}
-        server = VllmServer(flags, Path(tmp) / "vllm.log", python=config.vllm_python, extra_env=extra_env,
+        server = VllmServer(flags, Path(tmp) / "vllm.log", python=python, extra_env=extra_env,
                             ready_timeout_s=config.ready_timeout_s)
         ctx.info.update(server="vllm", server_args=flags.args(), model_source=served.source,
                         vllm_python=server.python, server_env=extra_env)
