@@ -25,8 +25,9 @@ def test_the_terminal_holds_gpubench_lines_and_run_log_the_libraries(smoke):
     result, _ = smoke
     assert third_party_lines(result.stderr) == []  # bitsandbytes and transformers print while these setups run
     log = run_folder(result.stderr, result.cwd).joinpath("run.log").read_text().splitlines()
-    worker_lines = [line for line in log if line.startswith(("[full-mb4] ", "[qlora-mb4] "))]
-    assert worker_lines and not [line for line in worker_lines if line.split("] ", 1)[1] in result.stderr]
+    worker_lines = [line.split("] ", 1)[1] for line in log if line.startswith(("[full-mb4] ", "[qlora-mb4] "))]
+    worker_lines = [line for line in worker_lines if line.strip()]
+    assert worker_lines and not [line for line in worker_lines if line in result.stderr]
 
 
 def values(row):
