@@ -150,7 +150,7 @@ def images(as_json: bool) -> None:
         click.echo(f"{row['name']:<{width}}  {row['image']}\n{'':<{width}}  {row['folder']}: {pins}")
 
 
-@cli.command()
+@cli.command(epilog=exit_codes.epilog())
 @click.argument("workload")
 @click.option("--setups", "setups_opt", multiple=True, metavar="A,B", help="Setups to run (default: all).")
 @click.option("--smoke", is_flag=True, help="A tiny size that runs on a CPU in seconds, same code path.")
@@ -181,8 +181,11 @@ def images(as_json: bool) -> None:
 @click.option("--check", "check_only", is_flag=True,
               help="Only check the arguments and the config (--set) against the workload's declarations: exit 0 or 2,"
                    " nothing runs or is written (gpubench-launch runs this before any API request).")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Also show the workers' own output (library warnings, server logs, tracebacks), which run.log"
+                   " always keeps.")
 def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
-        cache_volume, gpus, on_cpu, as_json, check_only) -> None:
+        cache_volume, gpus, on_cpu, as_json, check_only, verbose) -> None:
     """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
@@ -223,8 +226,15 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         return
     results_dir = results_dir or default_results_dir()
     stores.check_local_dir(results_dir)
+    weights_note = None
     if not docker:
-        weight_paths = weight_store.resolve(workload, _weights_needed(module, spec, setups, config), weights)
+        needed = _weights_needed(module, spec, setups, config)
+        if smoke and weights == "auto" and any(weight_store.locate(repo) is None for repo in needed):
+            # A smoke run tests the code path: without the study's weights it builds the models at smoke size.
+            missing = [repo for repo in needed if weight_store.locate(repo) is None]
+            weights = "random"
+            weights_note = f"--smoke: random weights at smoke size (not on this machine: {', '.join(missing)})"
+        weight_paths = weight_store.resolve(workload, needed, weights)
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
     else:
@@ -241,6 +251,12 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     view = None if live.wants_records(as_json) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
+        if weights_note:
+            run_dir.log(weights_note)
+            if view:
+                view.print(weights_note)
+            else:
+                click.echo(weights_note, err=True)
         if docker:
             outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
                 workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
@@ -248,7 +264,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
                                  weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
-            runner = Runner(request, run_dir, echo=view.print if view else None)
+            runner = Runner(request, run_dir, echo=view.print if view else None, verbose=verbose)
             outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)

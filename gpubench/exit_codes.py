@@ -1,7 +1,8 @@
 """The exit codes of `gpubench` and `gpubench-launch`: one table, one meaning per number.
 
-  0    every setup ran and is ok (a setup skipped for a stated reason counts as ok)
-  1    the run finished but a setup was not ok (error, oom, partial results), or `compare --fail-on` found a regression
+  0    every setup ran ok or was skipped for a stated reason (no engine, too few GPUs), and at least one ran ok
+  1    the run finished but a setup failed (error, oom, partial results) or none ran at all (every setup skipped),
+       or `compare --fail-on` found a regression
   2    bad input, a missing optional dependency, or a refused launch: nothing was run, written or billed
   3    gpubench-launch: the job failed, timed out, or was cancelled by someone else (a sweep: a cell has no result,
        e.g. its GPU type had no capacity)
@@ -22,8 +23,8 @@ KEPT_LOCALLY = 5  # upload failed, or launcher trouble after the launch
 INTERRUPTED = 130
 
 TABLE = {
-    OK: "all ok",
-    SETUPS_NOT_OK: "a setup not ok (or a regression with compare --fail-on)",
+    OK: "every setup ok or skipped for a stated reason, at least one ok",
+    SETUPS_NOT_OK: "a setup failed (error, oom), no setup ran, or compare --fail-on found a regression",
     BAD_INPUT: "bad input or missing dependency: nothing run, written or billed",
     JOB_NOT_SUCCEEDED: "launch: the job failed, timed out or was cancelled by someone else (sweep: a cell has no"
                        " result)",

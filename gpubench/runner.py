@@ -3,8 +3,9 @@
 A group is one setup, or adjacent setups that share a session (workload.groups). Data flow: runner ->
 worker (JSON job on stdin) -> records on the worker's stdout -> runner adds cost metrics -> RunDir
 (stdout + results.jsonl); after each repeat, the workload's `derive` adds metrics across setups as
-`derived` records. Worker stderr goes to our stderr and run.log. A setup that fails or runs out of
-memory is a result row; the other setups still run.
+`derived` records. Worker stderr (library warnings, server logs, tracebacks) goes to run.log, and to our
+stderr only when verbose: a person sees gpubench's own lines. A setup that fails or runs out of memory is a
+result row; the other setups still run.
 """
 
 from __future__ import annotations
@@ -85,9 +86,10 @@ def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | 
 
 
 class Runner:
-    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None):
+    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None, verbose: bool = False):
         self.request = request
         self.run_dir = run_dir
+        self.verbose = verbose
         self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
 
@@ -115,6 +117,8 @@ class Runner:
                 self._derive(module, repeat)
         except KeyboardInterrupt:
             status = "interrupted"
+        if not self.verbose and any(r.status in ("error", "oom") for r in self.results):
+            self._echo("the failed setups' tracebacks and the libraries' output are in run.log (--verbose shows them)")
         finished = RunFinished(
             run_id=req.run_id, status=status or overall_status(self.results), duration_s=round(
                 time.perf_counter() - started, 3), summary=summarize_results(req.setups, self.results),
@@ -226,8 +230,9 @@ class Runner:
         for line in stream:
             line = line.rstrip("\n")
             self.run_dir.log(f"[{setup}] {line}")
-            sys.stderr.write(line + "\n")  # one write: an unbuffered stderr must not split the line from its end
-            sys.stderr.flush()
+            if self.verbose:
+                sys.stderr.write(line + "\n")  # one write: an unbuffered stderr must not split the line from its end
+                sys.stderr.flush()
             if line.strip():
                 tail.append(line.strip())
                 del tail[:-20]

@@ -115,4 +115,10 @@ def notes(smoke: bool, priced: bool, summaries: list[SetupSummary]) -> list[str]
     noisy = sorted({s.setup for s in summaries for m in s.metrics.values() if m.n > 1 and (m.cv or 0) > NOISY_CV})
     if noisy:
         out.append(f"spread over {NOISY_CV:.0%} (noisy, treat differences as within noise): {', '.join(noisy)}")
+    skipped = [s.setup for s in summaries if s.status == "skipped"]
+    if skipped and len(skipped) == len(summaries):
+        out.append("no setup ran here (each says why it was skipped): exit 1")
+    elif skipped:  # exit_codes.OK: a stated reason to skip fails nothing
+        out.append("skipped, each for the reason on its line, not failed (exit 0 if the rest are ok): "
+                   + ", ".join(skipped))
     return out

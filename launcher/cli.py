@@ -10,8 +10,9 @@
 
 Records go to stdout as JSON Lines when stdout is not a terminal (a live table shows them on one);
 human text goes to stderr. Errors are one line on stderr with exit code 2; the exit codes are gpubench's own
-(gpubench/exit_codes.py: 0 all ok, 1 a setup not ok, 3 job failed, 4 limit reached, 5 results kept locally only,
-130 interrupted). This module imports only click: the SDK, rich and asyncssh load when a command runs.
+(gpubench/exit_codes.py: 0 every setup ok or skipped for a stated reason, 1 a setup failed or none ran,
+3 job failed, 4 limit reached, 5 results kept locally only, 130 interrupted). This module imports only click:
+the SDK, rich and asyncssh load when a command runs.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,3 +36,19 @@ def gpubench(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: 
     proc = subprocess.run([str(BIN / "gpubench"), *args], cwd=cwd, env=base_env(env), capture_output=True,
                           text=True, timeout=timeout)
     return Completed(proc.returncode, proc.stdout, proc.stderr)
+
+
+# The shapes of gpubench run's own lines on a non-terminal stderr: the runner's progress and result lines, notes,
+# the summary table, where the results are. Anything else on the terminal is a library's or a server's.
+OWN_LINE = re.compile(r"^(|\[\d+/\d+\] .*|  \S+: .*|> .*|\|.*|results: .*|--smoke: .*|uploaded .*"
+                      r"|the failed setups' tracebacks .*)$")
+
+
+def third_party_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not OWN_LINE.match(line)]
+
+
+def run_folder(stderr: str, cwd: Path) -> Path:
+    """The run folder a `gpubench run` named in its last line."""
+    [line] = [line for line in stderr.splitlines() if line.startswith("results: ")][-1:]
+    return cwd / line.removeprefix("results: ")

@@ -320,7 +320,7 @@ def start_gpubench(args: list[str], cwd: Path, run_id: str) -> subprocess.Popen:
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))  # noqa: SIM115
 
 
-def wait_for_first_setup(proc: subprocess.Popen, run_folder: Path, timeout: float = 120) -> None:
+def wait_for_first_setup(proc: subprocess.Popen, run_folder: Path, timeout: float = 600) -> None:
     """Until the run inside the container has started its first setup (a progress record came through)."""
     deadline = time.monotonic() + timeout
     records = run_folder / "results.jsonl"
@@ -333,7 +333,7 @@ def wait_for_first_setup(proc: subprocess.Popen, run_folder: Path, timeout: floa
     raise AssertionError(f"no setup started within {timeout}s")
 
 
-def wait_until_gone(client, run_id: str, timeout: float = 60) -> list:
+def wait_until_gone(client, run_id: str, timeout: float = 180) -> list:
     """The run's containers still there after `timeout` (none, when the cleanup works)."""
     deadline = time.monotonic() + timeout
     while (left := gpubench_containers(client, run_id=run_id)) and time.monotonic() < deadline:

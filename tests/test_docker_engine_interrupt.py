@@ -26,7 +26,7 @@ def test_ctrl_c_is_passed_on_and_the_container_removed(tmp_path):
         [container] = gpubench_containers(client, run_id=run_id)
         assert container.status == "running"
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=60)
+        code = proc.wait(timeout=180)
     finally:
         proc.kill()
     stderr = (tmp_path / "stderr.txt").read_text()

@@ -28,6 +28,6 @@ def test_a_killed_gpubench_leaves_no_container(tmp_path):
     finally:
         proc.kill()
     # Nobody reads its output now: the guard stops it (SIGTERM, then SIGKILL after 10 s) and removes it.
-    left = wait_until_gone(client, run_id, timeout=40)
+    left = wait_until_gone(client, run_id)  # a safety net: busy cores slow the engine
     assert left == [], [(c.short_id, c.status) for c in left]
     client.close()

@@ -3,7 +3,7 @@
 import importlib.util
 
 import pytest
-from clirun import gpubench
+from clirun import gpubench, run_folder, third_party_lines
 
 # SMOKE's tiny Qwen2 shape: vocab 512, hidden 64, FFN 128, 2 layers, 4 heads, 2 KV heads (head 16), tied embeddings.
 FULL_PARAMS = 512 * 64 + 2 * ((64 * 64 + 64) + 2 * (64 * 32 + 32) + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
@@ -14,9 +14,20 @@ HAS_BNB = importlib.util.find_spec("bitsandbytes") is not None
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    result = gpubench("run", "finetune", "--smoke", "--price", "1.14", cwd=tmp_path_factory.mktemp("run"))
+    cwd = tmp_path_factory.mktemp("run")
+    result = gpubench("run", "finetune", "--smoke", "--price", "1.14", cwd=cwd)
+    result.cwd = cwd
     rows = {r["setup"]: r for r in result.records() if r["kind"] == "result"}
     return result, rows
+
+
+def test_the_terminal_holds_gpubench_lines_and_run_log_the_libraries(smoke):
+    result, _ = smoke
+    assert third_party_lines(result.stderr) == []  # bitsandbytes and transformers print while these setups run
+    log = run_folder(result.stderr, result.cwd).joinpath("run.log").read_text().splitlines()
+    worker_lines = [line.split("] ", 1)[1] for line in log if line.startswith(("[full-mb4] ", "[qlora-mb4] "))]
+    worker_lines = [line for line in worker_lines if line.strip()]
+    assert worker_lines and not [line for line in worker_lines if line in result.stderr]
 
 
 def values(row):

@@ -58,10 +58,28 @@ def test_follow_that_never_comes_back(fake, launcher_env, capsys, tmp_path, monk
     check_merged(tmp_path, result)
 
 
-@pytest.mark.parametrize("fake", [{"minute_s": 1.0, "log_cap_bytes": 6000}], indirect=True)
+@pytest.mark.parametrize("fake", [{"minute_s": 4.0, "log_cap_bytes": 6000}], indirect=True)
 def test_job_whose_log_is_cut(fake, launcher_env, capsys, tmp_path):
+    go = tmp_path / "go"
+
+    def cut_while_unread():
+        # The launcher has streamed the log's head; then it reads nothing until the job has written the rest, whose
+        # middle the cap drops, however fast or slow either side runs.
+        try:
+            support.wait_for(lambda: any(b'"kind":"run_started"' in path.read_bytes()
+                                         for path in tmp_path.glob("gpubench-results/*/results.jsonl")),
+                             timeout_s=120, what="the streamed head")
+            fake.inject("GET", LOGS, 500, times=None, headers={"Retry-After": "0"})
+            go.touch()
+            support.wait_for(lambda: fake.jobs and all(j.logs.ended for j in fake.jobs.values()), timeout_s=120,
+                             what="the job's end")
+        finally:
+            fake.clear_faults()
+            go.touch()
+
+    threading.Thread(target=cut_while_unread, daemon=True).start()
     result = launch(capsys, "train-compile", "--gpu", "L40S", "--smoke", "--job-command",
-                    artifact_job(sleep_s=0.2, pad_lines=40))
+                    artifact_job(sleep_s=0.2, pad_lines=40, wait_for=str(go)))
     counts = check_merged(tmp_path, result)
     assert counts["artifacts"] >= 1 and counts["both"] >= 1  # the middle came from the artifact
     [folder] = run_folders(tmp_path)

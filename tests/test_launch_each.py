@@ -17,23 +17,28 @@ GPUS = ("L40S", "A4000", "RTX5090")
 POLL_S = 0.25
 
 
-@pytest.mark.parametrize("fake", [{"minute_s": 1.0}], indirect=True)
+# A slow API clock: the safety net (31 API minutes) must outlast three jobs starting on two busy cores.
+@pytest.mark.parametrize("fake", [{"minute_s": 4.0}], indirect=True)
 def test_each_runs_in_parallel_and_polls_gently(fake, launcher_env, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GPUBENCH_POLL_S", str(POLL_S))
     window = {}
+    release = tmp_path / "release"  # the jobs hang until it exists: the window is measured while all three idle
 
     def measure_idle_window():
         # All three jobs printed their records and now hang: count the API requests for a while.
-        wait_for(lambda: len(fake.jobs) == 3 and all(b"hanging" in _output(j) for j in fake.jobs.values()),
-                 what="three idle jobs")
-        start_n, start_t = len(fake.requests), time.monotonic()
-        time.sleep(3.0)
-        window["requests"] = len(fake.requests) - start_n
-        window["seconds"] = time.monotonic() - start_t
+        try:
+            wait_for(lambda: len(fake.jobs) == 3 and all(b"hanging" in _output(j) for j in fake.jobs.values()),
+                     timeout_s=90, what="three idle jobs")
+            start_n, start_t = len(fake.requests), time.monotonic()
+            time.sleep(3.0)
+            window["requests"] = len(fake.requests) - start_n
+            window["seconds"] = time.monotonic() - start_t
+        finally:
+            release.touch()
 
     watcher = threading.Thread(target=measure_idle_window, daemon=True)
     watcher.start()
-    args = ["train-compile", "--each", "--job-command", emitter_command(hang_s=4.5)]
+    args = ["train-compile", "--each", "--job-command", emitter_command(hang_s=100, release=str(release))]
     for gpu in GPUS:
         args += ["--gpu", gpu]
     result = launch(capsys, *args)

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
 import test_launch_support as support
 from test_launch_support import API_KEY, LAUNCHER_PACE, emitter_command, launcher_process, read_until, run_folders
 
 fake = support.fake
 
 
+# The job's safety net is 31 API minutes: at the fast fake's 0.05 s a minute that is 1.55 s, less than the job needs
+# to print its records on busy cores (it was timed out before the Ctrl-C came).
+@pytest.mark.parametrize("fake", [{"minute_s": 4.0}], indirect=True)
 def test_sigint_cancels_confirms_and_stores(fake, tmp_path):
     env = {"RUNCRATE_API_KEY": API_KEY, "RUNCRATE_BASE_URL": fake.base_url,
            "GPUBENCH_STATE_DIR": str(tmp_path / "state"), **LAUNCHER_PACE}

@@ -92,8 +92,9 @@ def test_what_the_records_say_of_a_finished_run(tmp_path):
         {"setup": "bge-large-128", "status": "ok", "metrics": "texts_per_s=4000 texts/s, p50_ms=4 ms, p99_ms=12 ms"}]
 
 
-def test_only_a_finished_ok_run_of_ok_results_exits_0(tmp_path):
+def test_only_a_finished_ok_run_of_ok_or_skipped_results_exits_0(tmp_path):
     ok = [result(s) for s in SETUPS]
+    skipped = [result(s, "skipped", error="no engine here") for s in SETUPS]
     cases = {
         "all ok": ([started(), *ok, finished(ok)], errors.OK),
         "no run_finished": ([started(), *ok], errors.SETUPS_NOT_OK),
@@ -101,6 +102,9 @@ def test_only_a_finished_ok_run_of_ok_results_exits_0(tmp_path):
         "finished ok, no results": ([started(), finished(ok)], errors.SETUPS_NOT_OK),
         "finished ok, one result failed": ([started(), *ok[:2], result(SETUPS[2], "error", error="x"),
                                             finished(ok)], errors.SETUPS_NOT_OK),
+        # gpubench run's rule: a setup skipped for a stated reason fails nothing, a run where none ran does.
+        "one skipped, the rest ok": ([started(), *ok[:2], skipped[2], finished(ok[:2] + skipped[2:])], errors.OK),
+        "all skipped": ([started(), *skipped, finished(skipped)], errors.SETUPS_NOT_OK),
     }
     for n, (name, (records, code)) in enumerate(cases.items()):
         run, _ = folder(tmp_path / str(n), [to_line(r) for r in records])

@@ -1,7 +1,7 @@
 """A setup that does not fit or fails is a result row; the run goes on and says so in its exit code."""
 
 import pytest
-from clirun import gpubench
+from clirun import gpubench, run_folder, third_party_lines
 
 from gpubench.worker import is_oom, one_line
 
@@ -18,14 +18,19 @@ def test_a_setup_that_does_not_fit_is_an_oom_row_and_the_next_setup_still_runs(t
     assert finished["status"] == "failed" and {s["status"] for s in finished["summary"]} == {"oom"}
 
 
-def test_an_error_is_an_error_row_with_a_one_line_message(tmp_path):
+@pytest.mark.parametrize("verbose", [False, True])
+def test_an_error_is_an_error_row_with_a_one_line_message(tmp_path, verbose):
     result = gpubench("run", "train-compile", "--smoke", "--setups", "eager-sdpa", "--set", "device=cuda:7",
-                      cwd=tmp_path)
+                      *(["--verbose"] if verbose else []), cwd=tmp_path)
     assert result.code == 1
     row = [r for r in result.records() if r["kind"] == "result"][0]
     assert row["status"] == "error" and "\n" not in row["error"]
     assert row["device"] == "cpu"  # torch was imported before the bad device was asked for
-    assert "Traceback" in result.stderr  # the whole story is in the raw log, not in the record
+    assert "Traceback" in run_folder(result.stderr, tmp_path).joinpath("run.log").read_text()  # the whole story
+    if verbose:
+        assert "Traceback" in result.stderr
+    else:  # the person reads the row, and where the rest is
+        assert third_party_lines(result.stderr) == [] and "are in run.log (--verbose shows them)" in result.stderr
 
 
 def test_oom_classification():

@@ -36,6 +36,15 @@ def test_a_spread_over_five_percent_is_flagged_and_a_missing_price_said():
     assert summary.notes(smoke=True, priced=True, summaries=summaries[:1]) == [summary.SMOKE_BANNER]
 
 
+def test_skipped_setups_are_said_with_the_exit_code_rule():
+    skipped = SetupResult(run_id="r", setup="ollama-q8", repeat=1, status="skipped", error="no ollama binary")
+    summaries = summarize_results(["vllm-bf16", "ollama-q8"], rows("vllm-bf16", [100.0]) + [skipped])
+    assert summary.notes(smoke=False, priced=True, summaries=summaries) == [
+        "skipped, each for the reason on its line, not failed (exit 0 if the rest are ok): ollama-q8"]
+    assert summary.notes(smoke=False, priced=True, summaries=summaries[1:]) == [
+        "no setup ran here (each says why it was skipped): exit 1"]
+
+
 def test_a_seconds_basis_inverts_the_ratio():
     spec = WORKLOADS.get("cold-start")  # total_s: fewer seconds is faster
     results = rows(spec.setups[0], [50.0], "total_s") + rows("cache-warm", [20.0], "total_s")

@@ -59,7 +59,8 @@ class ServingConfig:
     dtype: str = param("bfloat16", "vLLM's --dtype", choices=("auto", "bfloat16", "float16", "float32"))
     gpu_memory_utilization: float = param(0.90, "vLLM's --gpu-memory-utilization", min=0.01, max=1)
     vllm_python: str = param("",
-                             "the Python that imports vllm; empty: $GPUBENCH_VLLM_PYTHON, else this Python or python3")
+                             "the Python that imports vllm; empty: $GPUBENCH_VLLM_PYTHON, this Python, the source"
+                             " tree's .venv-vllm/ or python3")
     enforce_eager: bool = param(False, "vLLM --enforce-eager: the CPU smoke skips compilation")
     cpu_kvcache_gib: int = param(0, "vLLM CPU build only (VLLM_CPU_KVCACHE_SPACE); 0: leave it unset", min=0)
     ready_timeout_s: float = param(1200.0, "how long the server may take to answer /v1/models", min=1)
@@ -120,15 +121,19 @@ class Session:
 def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, quantization: str = "",
                  prefix_caching: bool | None = None):
     """One vLLM server for a group of setups; time to ready and the startup log's sizes go in ctx.metrics."""
-    from gpubench.servers.vllm import VllmFlags, VllmServer
+    from gpubench.servers.vllm import VllmFlags, VllmNotFound, VllmServer, find_python
 
+    try:
+        python = find_python(config.vllm_python)
+    except VllmNotFound as exc:  # like a missing ollama binary: the setup can't run here, and says how to fix it
+        raise SetupSkipped(str(exc)) from None
     with model_folder(config, ctx) as served, tempfile.TemporaryDirectory(prefix="gpubench-vllm-") as tmp:
         flags = VllmFlags(model=served.folder, served_model_name=config.model, dtype=config.dtype,
                           max_model_len=max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,
                           quantization=quantization, prefix_caching=prefix_caching, load_format=served.load_format,
                           enforce_eager=config.enforce_eager)
         extra_env = {"VLLM_CPU_KVCACHE_SPACE": str(config.cpu_kvcache_gib)} if config.cpu_kvcache_gib else {}
-        server = VllmServer(flags, Path(tmp) / "vllm.log", python=config.vllm_python, extra_env=extra_env,
+        server = VllmServer(flags, Path(tmp) / "vllm.log", python=python, extra_env=extra_env,
                             ready_timeout_s=config.ready_timeout_s)
         ctx.info.update(server="vllm", server_args=flags.args(), model_source=served.source,
                         vllm_python=server.python, server_env=extra_env)

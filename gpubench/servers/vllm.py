@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpubench.servers import prometheus
 from gpubench.servers.process import ManagedServer, ServerFailed, http_get
@@ -69,9 +70,22 @@ class VllmFlags:
         return args
 
 
+class VllmNotFound(ServerFailed):
+    """No Python with vLLM here: the serving workloads make it a skipped setup with this hint."""
+
+
+INSTALL_HINT = ("vLLM is not installed here: bash tools/vllm_cpu_venv.sh builds its CPU build in .venv-vllm/ (found"
+                f" with no setting), or set {PYTHON_ENV} / --set vllm_python=PATH to a Python that has vLLM")
+
+
+def source_venv_python() -> Path:
+    """The Python of .venv-vllm/ in gpubench's source tree, where tools/vllm_cpu_venv.sh builds it."""
+    return Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+
+
 def find_python(configured: str = "") -> str:
-    """The Python that runs vLLM: the setting, else $GPUBENCH_VLLM_PYTHON, else this one or `python3` if it
-    imports vllm (the images)."""
+    """The Python that runs vLLM: the setting, else $GPUBENCH_VLLM_PYTHON, else this one if it imports vllm (the
+    images), else the source tree's .venv-vllm/ (tools/vllm_cpu_venv.sh), else `python3` if it imports vllm."""
     for candidate in (configured, os.environ.get(PYTHON_ENV, "")):
         if candidate:
             if not shutil.which(candidate) and not os.path.exists(candidate):
@@ -79,11 +93,13 @@ def find_python(configured: str = "") -> str:
             return candidate
     if importlib.util.find_spec("vllm") is not None:
         return sys.executable
+    venv = source_venv_python()
+    if venv.exists():
+        return str(venv)
     python3 = shutil.which("python3")
     if python3 and subprocess.run([python3, "-c", "import vllm"], capture_output=True).returncode == 0:
         return python3
-    raise ServerFailed(f"vLLM is not installed for this Python; set {PYTHON_ENV} (or --set vllm_python=...) to a "
-                       f"Python that has it (tools/vllm_cpu_venv.sh builds a CPU one in .venv-vllm/)")
+    raise VllmNotFound(INSTALL_HINT)
 
 
 class VllmServer(ManagedServer):

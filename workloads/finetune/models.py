@@ -140,6 +140,13 @@ def _quantized(source: Source, device: str, stack: ExitStack):
     # said explicitly, 5.x does the same. prepare_model_for_kbit_training makes it fp32 either way.
     model = _pretrained(source, torch.float32, quantization_config=quant,
                         device_map={"": device})
+    # On a CPU with AVX512-BF16, bitsandbytes (0.50.2) repacks a 4-bit weight for its inference kernel at the first
+    # eval-mode forward without grad (the held-out loss before training) and never unpacks it, so every later
+    # forward, training included, takes that inference-only path, whose `result += bias` autograd refuses. Training
+    # alternates with evaluation here: keep the training layout.
+    for module in model.modules():
+        if hasattr(module, "support_avx512bf16_for_cpu"):
+            module.support_avx512bf16_for_cpu = False
     return prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
 
 
