@@ -5,9 +5,11 @@ and in the store's summary object; the same call again launches nothing."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import test_launch_support as support
+from clirun import gpubench
 from sweep_support import (
     EMBED,
     SLOW,
@@ -80,6 +82,20 @@ def test_two_workloads_three_gpus_one_unavailable(fake, launcher_env, s3, s3_buc
     assert not [r for r in fake.requests[before:] if r.method != "GET"]
     assert "missing: embed on A4000: no capacity" in second.stderr
     assert stored_runs(s3, s3_bucket, "sweeps").keys() == runs.keys()
+
+    # The store renders as a site that opens offline: both studies, each run the sweep stored linked.
+    out = tmp_path / "site"
+    built = gpubench("site", f"s3://{s3_bucket}/sweeps", "--out", str(out), cwd=tmp_path, env=s3.env())
+    assert built.code == 0, built.stderr
+    pages = {p.name: p.read_text() for p in out.glob("*.html")}
+    assert {"index.html", "train-compile.html", "embed.html"} <= set(pages)
+    for name, text in pages.items():
+        assert not re.search(r"(https?:)?//", text), name
+    for workload in ("train-compile", "embed"):
+        linked = re.findall(r"href='runs/([^/']+)/config\.json'", pages[f"{workload}.html"])
+        assert len(linked) == 2, workload  # one run on each GPU that had capacity
+        assert sorted(linked) == sorted(folder.rsplit("/", 1)[1] for folder in runs
+                                        if folder.split("/")[1] == workload and "A4000" not in folder)
 
     # No secret in what was printed, written, stored or sent.
     objects = [text for files in runs.values() for text in files.values()] + [json.dumps(summary)]
