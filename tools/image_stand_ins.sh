@@ -127,25 +127,40 @@ _stand_in_rootfs() {  # PYTHON PREFIX TARBALL
   say "stand-in root file system in $(( $(date +%s) - started ))s: $tarball"
 }
 
+# What vllm/vllm-openai ships, as tools/lock_images.py resolves it: its requirements and the day it was built.
+_stand_in_vllm_ships() {  # TAG -> "requirement... date"
+  python3 - "$1" "$REPO/tools/lock_images.py" <<'EOF'
+import ast, sys
+tree = ast.parse(open(sys.argv[2]).read())
+ships = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+             if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VLLM_IMAGE_SHIPS")
+requirements, date = ships[sys.argv[1]]
+print(" ".join(requirements), date)
+EOF
+}
+
 stand_in_vllm() {
-  local version=${1##*:v} cuda uv tag
+  local version=${1##*:v} ships cuda uv tag
+  ships=$(_stand_in_vllm_ships "v$version") || return 1
   cuda=$(stand_in_cuda) || return 1
   uv=$(stand_in_uv ":$(sed -n 's/^ARG UV_IMAGE=.*://p' "$REPO/images/_layers/vllm-base/Dockerfile")") || return 1
-  tag="gpubench-stand-in/vllm-openai:v$version-${cuda##*:}"
+  tag="gpubench-stand-in/vllm-openai:v$version-$(echo "$cuda $ships" | sha256sum | cut -c1-12)"
   _stand_in_have "$tag" && { echo "$tag"; return 0; }
-  say "building $tag: vllm $version from PyPI on $cuda"
-  "$DOCKER" build -t "$tag" --build-arg "CUDA=$cuda" --build-arg "UV=$uv" --build-arg "VLLM_VERSION=$version" - \
-    >&2 <<'EOF' || return 1
+  say "building $tag: ${ships% *} from PyPI as of ${ships##* } on $cuda"
+  "$DOCKER" build -t "$tag" --build-arg "CUDA=$cuda" --build-arg "UV=$uv" --build-arg "SHIPS=${ships% *}" \
+    --build-arg "BUILT=${ships##* }" - >&2 <<'EOF' || return 1
 ARG CUDA
 ARG UV
 FROM ${UV} AS uv
 FROM ${CUDA}
-ARG VLLM_VERSION
-# As vllm/vllm-openai: python3 is 3.12, vllm and its dependencies (torch from PyPI) installed system-wide.
+ARG SHIPS
+ARG BUILT
+# As vllm/vllm-openai: python3 is 3.12; vllm and what it needs (torch from PyPI) installed system-wide, resolved as
+# on the day the image was built.
 RUN --mount=from=uv,source=/uv,target=/usr/local/bin/uv \
     ln -sf python3.12 /usr/bin/python3 \
     && UV_NO_CACHE=1 uv pip install --system --break-system-packages --python /usr/bin/python3.12 \
-       "vllm==${VLLM_VERSION}" \
+       --exclude-newer "${BUILT}" ${SHIPS} \
     && python3 -c "import vllm; print(vllm.__version__)"
 ENTRYPOINT ["vllm", "serve"]
 EOF
