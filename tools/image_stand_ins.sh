@@ -100,7 +100,19 @@ _stand_in_rootfs() {  # PYTHON PREFIX TARBALL
     rm -rf "$work"
     return 1
   fi
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/*
+  # apt as the official Debian and Ubuntu images set it: no package caches kept, no translations fetched.
+  cat > "$root/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+EOF
+  echo 'Acquire::Languages "none";' > "$root/etc/apt/apt.conf.d/docker-no-languages"
+  # and dpkg as Ubuntu's minimized images set it: no manuals or documentation (copyrights kept).
+  printf '%s\n' 'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/groff/*' 'path-exclude=/usr/share/info/*' \
+    'path-exclude=/usr/share/lintian/*' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
+    > "$root/etc/dpkg/dpkg.cfg.d/excludes"
   # CPython 3.12 with prefix /usr, where Ubuntu's python3.12 lives: the interpreter finds its library from its own
   # path; the build-time paths in sysconfig (used by torch.compile's C++ builds) are rewritten.
   install -m 755 "$prefix/bin/python3.12" "$root/usr/bin/python3.12"
