@@ -59,6 +59,7 @@ class WorkloadSpec:
     weights: tuple[str, ...] = ()  # Hub repos the study loads; an image build arg can bake them in
     notes: str = ""
     extra: str = ""  # the pip extra (pyproject.toml) `gpubench run` needs for it: gpubench/extras.py
+    extra_modules: tuple[str, ...] | None = None  # what of the extra it imports, where not all (its image has no more)
 
     @property
     def implemented(self) -> bool:
@@ -195,6 +196,7 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
 WORKLOADS.add("ddp-scaling", WorkloadSpec(
     name="ddp-scaling",
     extra="train",
+    extra_modules=("torch",),
     title="DDP scaling on one multi-GPU host: plain, bf16 gradient compression, accumulation",
     study="4 GPUs, 2x speed: why PyTorch DDP stalled on a PCIe-only 4x RTX A6000, and two flags that took it to 3.6x",
     setups=("allreduce-2gpu", "allreduce-4gpu",
@@ -210,6 +212,7 @@ WORKLOADS.add("ddp-scaling", WorkloadSpec(
 WORKLOADS.add("first-matmul", WorkloadSpec(
     name="first-matmul",
     extra="train",
+    extra_modules=("torch",),
     title="Launch to first CUDA matmul: API running, first SSH, first 4096x4096 matmul",
     study="How long until a rented GPU runs CUDA? Launch to first matmul on six GPU types, timed",
     setups=("matmul",),

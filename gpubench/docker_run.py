@@ -161,7 +161,7 @@ def ensure_image(client, image: str, say: Callable[[str], None]):
         return client.images.pull(image)
     except docker.errors.APIError as exc:
         raise DockerUnavailable(f"cannot pull {image} ({exc.explanation or exc})",
-                                "build it with docker buildx bake (images/_layers/docker-bake.hcl) or pass --image"
+                                "build it with tools/build_images.sh (a clone of the repository) or pass --image"
                                 ) from None
 
 

@@ -50,7 +50,7 @@ class Stack:
         return self.lock.removesuffix(".lock") + ".in"
 
 
-# The torch stack (CUDA 12.8 runtime, torch 2.8.0 from PyPI) and the vLLM stack (vllm/vllm-openai:v0.11.0).
+# The torch stack (CUDA 12.8 base, torch 2.8.0 from PyPI) and the vLLM stack (vllm/vllm-openai:v0.11.0).
 BASE = Stack("base", "BASE_IMAGE", "Dockerfile.base", "images/_layers/base/requirements.lock")
 VLLM_BASE = Stack("vllm-base", "VLLM_BASE_IMAGE", "images/_layers/vllm-base/Dockerfile",
                   "images/_layers/vllm-base/requirements.lock")

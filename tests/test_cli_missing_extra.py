@@ -49,3 +49,10 @@ def test_missing_runcrate_sdk(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "gpubench-launch: error: gpubench-launch needs runcrate, which is not installed: pip install"
         " 'gpubench[launch]'"]
+
+
+def test_a_workload_needing_part_of_its_extra_runs_without_the_rest(tmp_path):
+    # first-matmul imports torch only, and its image has no transformers: the check must not ask for it
+    proc = gpubench("run", "first-matmul", "--smoke", cwd=tmp_path, env=_hiding(tmp_path, "transformers"))
+    assert proc.code == 0, proc.stderr
+    assert "needs transformers" not in proc.stderr

@@ -33,7 +33,7 @@ function "stack" {
   result = contains(["ollama-vs-vllm", "vllm-fp8", "vllm-prefix-cache", "vllm-serving"], workload) ? "vllm-base" : "base"
 }
 
-# The torch stack: CUDA 12.8 runtime, torch 2.8.0 from PyPI.
+# The torch stack: CUDA 12.8 (base flavour), torch 2.8.0 from PyPI with its CUDA libraries.
 target "base" {
   context    = "."
   dockerfile = "Dockerfile.base"

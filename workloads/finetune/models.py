@@ -158,7 +158,8 @@ def _write_checkpoint(model, folder: str) -> None:
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the GGUF's, already unpacked
     config.save_pretrained(folder)
-    save_model(model, str(Path(folder) / "model.safetensors"))  # tied embeddings are stored once
+    # tied embeddings are stored once; transformers 4.x (the image's 4.57.1) loads only files marked format "pt"
+    save_model(model, str(Path(folder) / "model.safetensors"), metadata={"format": "pt"})
 
 
 def parameter_counts(model, method: str) -> tuple[int, int]:
