@@ -121,12 +121,14 @@ class Session:
 def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, quantization: str = "",
                  prefix_caching: bool | None = None):
     """One vLLM server for a group of setups; time to ready and the startup log's sizes go in ctx.metrics."""
-    from gpubench.servers.vllm import VllmFlags, VllmNotFound, VllmServer, find_python
+    from gpubench.servers.vllm import VllmFlags, VllmNotFound, VllmServer, find_python, no_device_reason
 
     try:
         python = find_python(config.vllm_python)
     except VllmNotFound as exc:  # like a missing ollama binary: the setup can't run here, and says how to fix it
         raise SetupSkipped(str(exc)) from None
+    if reason := no_device_reason(python):  # the images' CUDA build on a machine without a GPU
+        raise SetupSkipped(reason)
     with model_folder(config, ctx) as served, tempfile.TemporaryDirectory(prefix="gpubench-vllm-") as tmp:
         flags = VllmFlags(model=served.folder, served_model_name=config.model, dtype=config.dtype,
                           max_model_len=max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,

