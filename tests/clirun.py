@@ -41,7 +41,7 @@ def gpubench(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: 
 # The shapes of gpubench run's own lines on a non-terminal stderr: the runner's progress and result lines, notes,
 # the summary table, where the results are. Anything else on the terminal is a library's or a server's.
 OWN_LINE = re.compile(r"^(|\[\d+/\d+\] .*|  \S+: .*|> .*|\|.*|results: .*|--smoke: .*|uploaded .*"
-                      r"|the failed setups' tracebacks .*)$")
+                      r"|the failed setups' tracebacks .*|What bounded each result .*|- \S+ \(repeat \d+\): .*)$")
 
 
 def third_party_lines(stderr: str) -> list[str]:

@@ -78,7 +78,10 @@ def test_speed_loss_memory_and_cost_are_measured(smoke):
         info = rows[setup]["info"]
         assert info["data"].startswith("synthetic alpaca-format set of 56 records")
         assert info["model"].startswith("random weights at vocab_size 512")
-        assert (info["micro_batch"], info["accumulation"]) == ((4, 4) if setup.endswith("mb4") else (8, 2))
+        if setup == "lora-tuned":  # the same 16 examples a step, packed in one row
+            assert info["examples_per_step"] == 16 and info["packing"].startswith("one row per step")
+        else:
+            assert (info["micro_batch"], info["accumulation"]) == ((4, 4) if setup.endswith("mb4") else (8, 2))
 
 
 def test_lora_is_compared_with_full_at_the_same_micro_batch(smoke):

@@ -152,14 +152,20 @@ def _quantized(source: Source, device: str, stack: ExitStack):
 
 def _write_checkpoint(model, folder: str) -> None:
     """config.json + model.safetensors; not save_pretrained, which refuses a model that came from a GGUF."""
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
 
     config = model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the GGUF's, already unpacked
     config.save_pretrained(folder)
-    # tied embeddings are stored once; transformers 4.x (the image's 4.57.1) loads only files marked format "pt"
-    save_model(model, str(Path(folder) / "model.safetensors"), metadata={"format": "pt"})
+    # Tied embeddings are stored once, under the input embedding's name as save_pretrained does: safetensors'
+    # save_model may keep lm_head's name instead, which transformers 4.57.1 (the image's) leaves on the meta device
+    # when it quantizes. It also loads only files marked format "pt".
+    state = model.state_dict()
+    if getattr(config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    save_file({name: tensor.contiguous() for name, tensor in state.items()}, str(Path(folder) / "model.safetensors"),
+              metadata={"format": "pt"})
 
 
 def parameter_counts(model, method: str) -> tuple[int, int]:
