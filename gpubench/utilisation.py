@@ -277,7 +277,8 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
             for name in reason_names(r.reasons):
                 seen[name] = seen.get(name, 0) + 1
         info["clock_event_reasons_pct"] = {name: round(100.0 * n / len(readings), 1) for name, n in seen.items()}
-    host = [(host_shares(samples[i - 1], samples[i])) for i in chosen if i > 0]
+    # Intervals inside the part: the one that ends at its first reading belongs to what came before.
+    host = [host_shares(samples[i - 1], samples[i]) for i in chosen if i > 0 and (samples[i - 1].timed or not timed)]
     if host:
         metrics["host_cpu_pct"], metrics["host_cpu_p90_pct"] = mean([h[0] for h in host]), p90([h[0] for h in host])
         metrics["busiest_thread_pct"] = mean([h[1] for h in host])
@@ -294,7 +295,10 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
 
 
 class Sampler:
-    """A daemon thread that samples until stop(); mark(timed) follows the workload's phases."""
+    """A daemon thread that samples until stop(); mark(timed) follows the workload's phases.
+
+    Entering and leaving the timed part each take a sample on the spot, so a timed part, however short and however
+    busy the cores, has its first and last readings and one host interval at least; the thread fills in between."""
 
     def __init__(self, nvml: Nvml | None, interval: float = SAMPLE_S, root: int | None = None):
         self.nvml, self.interval, self.root = nvml, interval, root or os.getpid()
@@ -302,6 +306,9 @@ class Sampler:
         self.timed = False
         self._names: dict[tuple[int, int], str] = {}
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pids, self._refreshed = process_tree(self.root), time.monotonic()
+        self._sampler_tid: int | None = None
         self._thread = threading.Thread(target=self._loop, name="gpubench-utilisation", daemon=True)
 
     def start(self) -> Sampler:
@@ -309,27 +316,35 @@ class Sampler:
         return self
 
     def mark(self, timed: bool) -> None:
+        if timed != self.timed:
+            self._take(timed=True)  # the timed part's first reading, or its last
         self.timed = timed
 
-    def _loop(self) -> None:
-        me = threading.get_native_id()
-        pids, refreshed = process_tree(self.root), time.monotonic()
-        while True:
+    def _take(self, timed: bool) -> None:
+        with self._lock:  # the thread and mark() from the workload's thread
             now = time.monotonic()
-            if now - refreshed >= TREE_REFRESH_S:
-                pids, refreshed = process_tree(self.root), now
+            if now - self._refreshed >= TREE_REFRESH_S:
+                self._pids, self._refreshed = process_tree(self.root), now
             try:
                 gpus = self.nvml.read() if self.nvml else []
             except Exception:  # noqa: BLE001 - one failed read is one missing sample, not a failed setup
                 gpus = []
-            self.samples.append(Sample(time.monotonic(), self.timed, gpus, thread_cpu_ns(pids, skip_tid=me)))
+            threads = thread_cpu_ns(self._pids, skip_tid=self._sampler_tid)
+            self.samples.append(Sample(time.monotonic(), timed, gpus, threads))
+
+    def _loop(self) -> None:
+        self._sampler_tid = threading.get_native_id()
+        while True:
+            self._take(self.timed)
             if self._stop.wait(self.interval):
                 return
 
     def stop(self) -> Utilisation:
+        self.mark(False)  # a setup that returns inside its timed part: that part's last reading
         self._stop.set()
         self._thread.join(timeout=5)
-        samples = list(self.samples)
+        with self._lock:
+            samples = sorted(self.samples, key=lambda sample: sample.t)
         names = {}
         if len(samples) > 1:  # name the busiest threads while they still exist
             for before, after in zip(samples, samples[1:], strict=False):

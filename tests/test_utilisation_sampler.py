@@ -38,6 +38,28 @@ def test_a_spinning_thread_is_the_busiest_thread_and_an_idle_process_shows_littl
     assert "gpu_busy_pct" not in loud.metrics  # no NVML: host figures only
 
 
+def test_a_timed_part_has_its_first_and_last_reading_however_slow_the_thread():
+    # The thread's next reading is a minute away: what the summary has comes from entering and leaving the part.
+    sampler = u.Sampler(None, interval=60).start()
+    sampler.mark(False)  # a phase before the timed part: no reading of its own
+    sampler.mark(True)
+    end = time.process_time() + 0.05
+    while time.process_time() < end:  # the timed part: this thread busy
+        pass
+    sampler.mark(False)
+    figures = sampler.stop()
+    assert figures.info["scope"] == "timed"
+    assert figures.metrics["util_samples"] == 2  # entering and leaving, nothing else marked timed
+    assert figures.metrics["busiest_thread_pct"] > 0 and figures.metrics["host_cpu_pct"] > 0
+
+
+def test_a_setup_that_returns_inside_its_timed_part_still_gets_its_last_reading():
+    sampler = u.Sampler(None, interval=60).start()
+    sampler.mark(True)
+    figures = sampler.stop()
+    assert figures.info["scope"] == "timed" and figures.metrics["util_samples"] == 2
+
+
 def test_a_running_threads_cpu_time_grows_and_the_sampler_can_leave_itself_out():
     stop, tid = threading.Event(), []
     worker = threading.Thread(target=spin, args=(stop, tid))
@@ -100,9 +122,10 @@ def test_summary_keeps_the_timed_samples_and_the_busiest_gpu():
     assert m["sm_clock_pct"] == pytest.approx(280 / 3)
     assert m["throttled_pct"] == pytest.approx(100 / 3)  # sw_power_cap in one of three; gpu_idle is no throttle
     assert figures.info["clock_event_reasons_pct"] == {"sw_power_cap": 33.3, "gpu_idle": 33.3}
-    # host: the three timed intervals (ending at samples 2, 3, 4) used 50, 0 and 50 ms of CPU in 50 ms each
-    assert m["busiest_thread_pct"] == pytest.approx(200 / 3) and m["busiest_thread_p90_pct"] == pytest.approx(100.0)
-    assert m["host_cpu_pct"] == pytest.approx(200 / 3)
+    # host: the two intervals inside the timed part (samples 2-3, 3-4) used 0 and 50 ms of CPU in 50 ms each;
+    # the one ending at sample 2 began before the part
+    assert m["busiest_thread_pct"] == pytest.approx(50.0) and m["busiest_thread_p90_pct"] == pytest.approx(100.0)
+    assert m["host_cpu_pct"] == pytest.approx(50.0)
     assert "python3 (pid 1, tid 1" in figures.info["busiest_thread"]
 
 
