@@ -79,8 +79,13 @@ def test_derived_cost_ratio_is_the_throughput_ratio(smoke):
 
 def test_decode_bandwidth_is_reported_from_the_server_facts_and_the_load(smoke):
     result, _ = smoke
+    measured = 0
     for setup, row in rows(result).items():
         m, b = values(row), row["info"]["bandwidth"]
+        if m["tpot_ms_p99"] == 0:  # vLLM sent every answer's few smoke tokens in one chunk: no step time to divide by
+            assert b.startswith("not measured: no request had a time per output token") and "achieved_gbps" not in m
+            continue
+        measured += 1
         # the tiny Qwen2 in bf16: K and V of 2 layers x 2 KV heads x 64 x 2 B = 1,024 B a token
         assert b["kv_bytes_per_token"] == 1024 and b["kv_dtype"] == "bfloat16", setup
         assert b["weight_bytes"] > 1e6
@@ -90,3 +95,4 @@ def test_decode_bandwidth_is_reported_from_the_server_facts_and_the_load(smoke):
         step = b["weight_bytes"] + b["sequences_in_flight"] * b["context_tokens"] * 1024
         assert b["bytes_per_step"] == pytest.approx(step, rel=1e-3)
         assert m["achieved_gbps"] == pytest.approx(b["bytes_per_step"] / b["tpot_ms_mean"] * 1e3 / 1e9, rel=1e-9)
+    assert measured >= 1, "no setup streamed its tokens one by one to check the bandwidth against"

@@ -252,7 +252,9 @@ def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], 
 
     ok = [r for r in records if r.ok and r.tpot_s]
     if "missing" in facts or not ok or "prompt_tokens_mean" not in metrics:
-        info["bandwidth"] = "not measured: " + (facts.get("missing") or "no request with a TPOT or a prompt length")
+        info["bandwidth"] = "not measured: " + (facts.get("missing") or (
+            "no request had a time per output token (each answer's tokens came in one chunk)" if not ok
+            else "no prompt length"))
         return {}
     tpot_s = sum(r.tpot_s for r in ok) / len(ok)
     sequences = bandwidth.mean_in_flight((r.sent + r.ttft_s, r.sent + r.last_token_s) for r in ok)
