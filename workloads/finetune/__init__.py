@@ -252,13 +252,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         opt = torch.optim.AdamW(params, lr=config.lr_full if method == "full" else config.lr_lora, weight_decay=0.0)
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        def autocast():
-            return torch.autocast(device.split(":")[0], dtype=torch.bfloat16)
-
-        def sync():
-            if on_cuda:
-                torch.cuda.synchronize()
-
+        autocast, sync = bf16_autocast(device), synchronizer(on_cuda)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = heldout_loss(model, heldout_batches, device, autocast)
 
@@ -317,6 +311,20 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
 
 FLOP_COUNT_BATCHES = 4
+
+
+def bf16_autocast(device: str):
+    """The loops' mixed precision: a fresh bf16 autocast context for each use."""
+    import torch
+
+    return lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16)
+
+
+def synchronizer(on_cuda: bool):
+    """What the loops call before reading the clock: waits for the GPU's queued work (nothing on a CPU)."""
+    import torch
+
+    return torch.cuda.synchronize if on_cuda else lambda: None
 
 
 def count_flops_per_token(model, batches, device: str, autocast) -> float:

@@ -184,13 +184,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
                                 **({"fused": True} if on_cuda else {"foreach": True}))
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        def autocast():
-            return torch.autocast(device.split(":")[0], dtype=torch.bfloat16)
-
-        def sync():
-            if on_cuda:
-                torch.cuda.synchronize()
-
+        autocast, sync = finetune.bf16_autocast(device), finetune.synchronizer(on_cuda)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = finetune.heldout_loss(model, heldout_batches, device, autocast)
 
