@@ -95,6 +95,9 @@ def weed_binary() -> str:
     return exe
 
 
+VOLUME_MB, MAX_VOLUMES = 64, 1000  # room for every bucket the suite makes, whatever the free disk
+
+
 def start(timeout: float = 60.0) -> S3Server:
     workdir = Path(tempfile.mkdtemp(prefix="gpubench-s3-"))
     (workdir / "data").mkdir()
@@ -115,6 +118,9 @@ def start(timeout: float = 60.0) -> S3Server:
         f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
         f"-s3.port={ports['s3']}", f"-admin.port={ports['admin']}", f"-webdav.port={ports['webdav']}",
         f"-filer.localSocket={workdir / 'filer.sock'}", f"-s3.localSocket={workdir / 's3.sock'}",
+        # Each bucket is a collection with volumes of its own; left to itself weed allows free disk / 1 GiB volumes,
+        # so on a fuller disk the suite's later buckets found "No writable volumes". Small volumes, a fixed count.
+        f"-master.volumeSizeLimitMB={VOLUME_MB}", f"-volume.max={MAX_VOLUMES}",
     ]
     log = open(workdir / "weed.log", "wb")  # noqa: SIM115 - lives as long as the server
     clean_env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir)}
