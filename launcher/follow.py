@@ -15,10 +15,10 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from gpubench.ingest import LineAssembler
 from gpubench.launcher.client import api_errors, describe
 from gpubench.launcher.pace import Pace
 from gpubench.launcher.redact import Redactor
+from gpubench.run.ingest import LineAssembler
 
 
 class LostContact(Exception):

@@ -19,7 +19,6 @@ import shlex
 import time
 from typing import Any
 
-from gpubench.ingest import LineAssembler
 from gpubench.launcher import errors
 from gpubench.launcher.calls import CountedCalls
 from gpubench.launcher.client import api_errors, describe
@@ -27,6 +26,7 @@ from gpubench.launcher.context import Launch
 from gpubench.launcher.plan import RunPlan
 from gpubench.launcher.results import RunFolder, RunOutcome
 from gpubench.launcher.state import LaunchState
+from gpubench.run.ingest import LineAssembler
 from gpubench.schema import SetupResult
 
 RUNNING = ("running", "deployed")

@@ -165,14 +165,14 @@ class ProgressView:
 
 
     def _study_table(self, outcome, started: RunStarted, finished: RunFinished) -> None:
-        """gpubench's own end-of-run table (gpubench/summary.py) for one run: headline metrics with their spread,
-        the speed-up against the baseline setup, peak memory and cost, and what the numbers are."""
+        """gpubench's own end-of-run table (gpubench/results/summary.py) for one run: headline metrics with
+        their spread, the speed-up against the baseline setup, peak memory and cost, and what the numbers are."""
         from types import SimpleNamespace
 
         from rich.table import Table
 
-        from gpubench import summary
         from gpubench.catalog import WORKLOADS
+        from gpubench.results import summary
 
         spec = WORKLOADS.get(started.workload)
         # The launcher imports no workload code: the records' own metric order stands in for the module's METRICS.

@@ -8,10 +8,10 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpubench.ingest import RecordStream
 from gpubench.launcher import errors
 from gpubench.launcher.progress import ProgressView, format_metrics, stdout_sink
 from gpubench.launcher.redact import Redactor
+from gpubench.run.ingest import RecordStream
 from gpubench.stores import RunDir, S3Store, deliver
 
 JOB_FILE = "job.json"

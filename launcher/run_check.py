@@ -24,7 +24,8 @@ def check_run_command(command: str) -> None:
         raise ValueError(f"not a gpubench run command: {command}")
     env = {name: value for name, value in os.environ.items() if name not in SECRETS}
     try:
-        proc = subprocess.run([sys.executable, "-c", "from gpubench.cli import main; main()", *args[1:], "--check"],
+        check = "from gpubench.cli.main import main; main()"
+        proc = subprocess.run([sys.executable, "-c", check, *args[1:], "--check"],
                               capture_output=True, text=True, env=env, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise LaunchError(f"checking the job's command took over {TIMEOUT_S} s: {command}") from None

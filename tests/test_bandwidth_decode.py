@@ -1,4 +1,4 @@
-"""gpubench/bandwidth.py against numbers worked by hand, and serving_common's use of it on load records."""
+"""gpubench/measure/bandwidth.py against numbers worked by hand, and serving_common's use of it on load records."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from gpubench import bandwidth, flops, verdict
 from gpubench.loadgen.client import RequestRecord
+from gpubench.measure import bandwidth, flops
+from gpubench.results import verdict
 from gpubench.schema import Metric
 from gpubench.workloads import serving_common
 

@@ -19,7 +19,7 @@ def test_list_shows_every_study_and_says_which_are_not_written(tmp_path):
 def test_list_does_not_import_torch_or_workload_code(tmp_path):
     import subprocess
     import sys
-    code = ("import sys; from gpubench.cli import main\n"
+    code = ("import sys; from gpubench.cli.main import main\n"
             "try: main(['list'])\nexcept SystemExit: pass\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'boto3')"
             " or m.startswith('gpubench.workloads.')]\n"

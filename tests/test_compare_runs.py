@@ -5,7 +5,7 @@ import json
 import pytest
 from clirun import gpubench
 
-from gpubench.environment import collect
+from gpubench.run.environment import collect
 from gpubench.schema import Metric, RunFinished, RunStarted, SetupResult, summarize_results, to_line
 
 

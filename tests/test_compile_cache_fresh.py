@@ -5,7 +5,7 @@ import os
 
 from torch._inductor.runtime.cache_dir_utils import cache_dir, triton_cache_dir
 
-from gpubench import compile_cache
+from gpubench.measure import compile_cache
 
 
 def test_inductor_and_triton_use_an_empty_folder_that_is_removed_after(monkeypatch):

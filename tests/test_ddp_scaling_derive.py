@@ -5,7 +5,7 @@ Checked against the post's own 124M/355M tables (4x RTX A6000, $2.64/h for the m
 import pytest
 
 from gpubench.catalog import WORKLOADS
-from gpubench.runner import cost_metrics
+from gpubench.run.runner import cost_metrics
 from gpubench.schema import Metric, SetupResult
 from gpubench.workloads import ddp_scaling
 

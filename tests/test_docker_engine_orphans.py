@@ -6,7 +6,7 @@ import docker
 from clirun import gpubench
 from docker_engine import docker_args, engine_or_reason, new_run_id, stand_in_image
 
-from gpubench.docker_run import LABEL, OWNER_LABEL, owner
+from gpubench.run.docker_run import LABEL, OWNER_LABEL, owner
 
 
 def test_the_next_docker_run_removes_orphans_and_only_them(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from docker.models.containers import _create_container_args
 
 from gpubench.catalog import WORKLOADS
-from gpubench.docker_run import DockerUnavailable, container_spec, is_orphan, parse_gpus, pump, run_in_docker
+from gpubench.run.docker_run import DockerUnavailable, container_spec, is_orphan, parse_gpus, pump, run_in_docker
 
 SDXL = WORKLOADS.get("sdxl")
 IMAGE = "ghcr.io/gpubench/sdxl:0.1.0"
@@ -133,7 +133,7 @@ def test_a_container_is_an_orphan_when_its_gpubench_is_gone_from_this_host():
 
 
 def test_the_container_runs_the_same_command_line_choices_as_the_host():
-    from gpubench.cli import _container_args
+    from gpubench.cli.main import _container_args
 
     args = _container_args("sdxl", ["eager-b1"], False, 2, 1.5, ("steps=2",), "random", "r1", on_cpu=True)
     assert args == ["run", "sdxl", "--setups", "eager-b1", "--repeats", "2", "--weights", "random", "--run-id", "r1",

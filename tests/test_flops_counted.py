@@ -9,9 +9,9 @@ import io
 import pytest
 from clirun import gpubench
 
-from gpubench import flops
 from gpubench.catalog import WORKLOADS
-from gpubench.runner import Runner, RunRequest
+from gpubench.measure import flops
+from gpubench.run.runner import Runner, RunRequest
 from gpubench.schema import Metric, SetupResult
 from gpubench.stores import RunDir
 from gpubench.workload import build_config, load_module

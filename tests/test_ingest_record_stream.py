@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 
-from gpubench.ingest import MEND_WITHIN_LINES, LineAssembler, RecordStream
+from gpubench.run.ingest import MEND_WITHIN_LINES, LineAssembler, RecordStream
 from gpubench.schema import Environment, RunFinished, RunStarted, SetupResult, to_line
 from gpubench.stores import RunDir
 

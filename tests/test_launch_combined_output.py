@@ -14,7 +14,7 @@ import pytest
 import test_launch_support as support
 from test_launch_support import launch, run_folders
 
-from gpubench.ingest import LineAssembler, RecordStream
+from gpubench.run.ingest import LineAssembler, RecordStream
 from gpubench.schema import (
     Environment,
     Metric,

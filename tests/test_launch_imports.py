@@ -1,5 +1,5 @@
 """The launcher knows workloads only through the catalog and the schema: it never imports
-gpubench.workloads, gpubench.runner or gpubench.worker. Its CLI module loads none of the SDK, rich
+gpubench.workloads, gpubench.run.runner or gpubench.run.worker. Its CLI module loads none of the SDK, rich
 or asyncssh until a command runs (so --help and `gpubench list` stay fast)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FORBIDDEN = ("gpubench.workloads", "gpubench.runner", "gpubench.worker")
+FORBIDDEN = ("gpubench.workloads", "gpubench.run.runner", "gpubench.run.worker")
 LAUNCHER = Path(__file__).resolve().parent.parent / "launcher"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from gpubench import reference
 from gpubench.catalog import WORKLOADS
-from gpubench.runner import cost_metrics
+from gpubench.run.runner import cost_metrics
 from gpubench.schema import Metric
 from gpubench.workload import load_module
 

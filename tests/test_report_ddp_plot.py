@@ -6,7 +6,7 @@ import re
 from clirun import gpubench
 from test_report_tables import write_results
 
-from gpubench import report, stored
+from gpubench.results import report, stored_runs
 
 DDP = {  # setup: tokens/s, scaling efficiency (as derive() merges it)
     "allreduce-2gpu": {"busbw_median_gbps": 20.0},
@@ -22,7 +22,7 @@ PLOT = "ddp-scaling: tokens/s and scaling efficiency against GPUs"
 
 def test_scaling_lines_take_gpu_counts_from_the_recipes(tmp_path):
     write_results(tmp_path / "runs" / "a", "NVIDIA H200", {s: [m] for s, m in DDP.items()}, workload="ddp-scaling")
-    (built,) = report.build(stored.discover([str(tmp_path / "runs")]))
+    (built,) = report.build(stored_runs.discover([str(tmp_path / "runs")]))
     lines = {line.size: line for line in report.scaling_lines(built)}
     assert set(lines) == {"124m", "355m"}  # the all-reduce test has no model: not a scaling line
     small = lines["124m"]
@@ -51,13 +51,13 @@ def test_the_scaling_plot_keeps_its_labels_inside_and_apart(tmp_path):
     matplotlib.use("Agg")
     from matplotlib.text import Text
 
-    from gpubench.report_html import scaling_figure
+    from gpubench.results.report_html import scaling_figure
 
     crowded = DDP | {"124m-4gpu-bf16": {"tokens_per_s": 350_000, "scaling_efficiency_pct": 87.5},
                      "124m-4gpu-accum4": {"tokens_per_s": 355_000, "scaling_efficiency_pct": 88.8}}
     write_results(tmp_path / "a", "NVIDIA H200", {s: [m] for s, m in crowded.items()}, workload="ddp-scaling")
     write_results(tmp_path / "b", "NVIDIA L40S", {s: [m] for s, m in crowded.items()}, workload="ddp-scaling")
-    (built,) = report.build(stored.discover([str(tmp_path)]))
+    (built,) = report.build(stored_runs.discover([str(tmp_path)]))
     fig = scaling_figure(built, report.scaling_lines(built))
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)

@@ -9,7 +9,7 @@ import pytest
 from clirun import gpubench
 from test_report_tables import write_run
 
-from gpubench.report_html import pareto_front
+from gpubench.results.report_html import pareto_front
 from gpubench.schema import Environment, GpuInfo, Metric, RunStarted, SetupResult, to_line
 
 CHROMIUM = shutil.which("chromium")

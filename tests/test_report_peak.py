@@ -6,7 +6,7 @@ import pytest
 from clirun import gpubench
 from test_report_tables import table_rows, write_results
 
-from gpubench import report, stored
+from gpubench.results import report, stored_runs
 
 
 def of_peak(tmp_path, gpu, metrics, config=None, info=None):
@@ -49,7 +49,7 @@ def test_the_peak_the_plot_draws_is_the_one_the_share_is_of(tmp_path):
                   info={"compute_dtype": "bfloat16"})
     write_results(tmp_path / "runs" / "l40s", "NVIDIA L40S", {"eager-sdpa": [{"achieved_tflops": 100}]},
                   config={"dtype": "float16"})
-    (built,) = report.build(stored.discover([str(tmp_path / "runs")]))
+    (built,) = report.build(stored_runs.discover([str(tmp_path / "runs")]))
     assert {row.gpu: (row.dtype, report.datasheet_peak(row)) for row in built.rows} == {
         "NVIDIA H200": ("bfloat16", 989), "NVIDIA L40S": ("float16", 362)}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gpubench import stored
+from gpubench.results import stored_runs
 
 REAL = Path(__file__).resolve().parent.parent / "benchmarks/results/h200x2-2026-11-30/finetune/runs"
 
@@ -23,7 +23,7 @@ def _tree(root: Path) -> Path:
 
 
 def test_a_folder_tree_skips_the_launch_that_never_ran(tmp_path):
-    runs = stored.discover([str(_tree(tmp_path))])
+    runs = stored_runs.discover([str(_tree(tmp_path))])
     assert len(runs) == 1 and runs[0].workload == "finetune"
 
 
@@ -33,5 +33,5 @@ def test_an_s3_prefix_skips_it_too(tmp_path, s3, s3_bucket, s3_env):
     for path in tree.rglob("*"):
         if path.is_file():
             client.put_object(Bucket=s3_bucket, Key=f"sweeps/{path.relative_to(tree)}", Body=path.read_bytes())
-    runs = stored.discover([f"s3://{s3_bucket}/sweeps"])
+    runs = stored_runs.discover([f"s3://{s3_bucket}/sweeps"])
     assert len(runs) == 1 and runs[0].workload == "finetune"

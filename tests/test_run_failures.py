@@ -3,7 +3,7 @@
 import pytest
 from clirun import gpubench, run_folder, third_party_lines
 
-from gpubench.worker import is_oom, one_line
+from gpubench.run.worker import is_oom, one_line
 
 
 def test_a_setup_that_does_not_fit_is_an_oom_row_and_the_next_setup_still_runs(tmp_path):

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from gpubench import utilisation
 from gpubench.catalog import WORKLOADS
-from gpubench.runner import Runner, RunRequest
+from gpubench.results.summary import NO_PRICE, SMOKE_BANNER
+from gpubench.run import utilisation
+from gpubench.run.runner import Runner, RunRequest
 from gpubench.stores import RunDir
-from gpubench.summary import NO_PRICE, SMOKE_BANNER
 from gpubench.workload import build_config
 
 RUN_ID = "runner-probe-20261130T000000Z-a1b2c3"

@@ -12,7 +12,7 @@ import pytest
 
 from gpubench import __version__
 from gpubench.catalog import WORKLOADS, CostBasis
-from gpubench.runner import Runner, RunRequest
+from gpubench.run.runner import Runner, RunRequest
 from gpubench.schema import SCHEMA_VERSION
 from gpubench.stores import RunDir
 from gpubench.workload import build_config, load_module
@@ -116,7 +116,7 @@ def test_a_worker_that_dies_before_reporting_is_an_error_row(tmp_path, monkeypat
 
 
 def test_what_a_person_reads_of_one_result():
-    from gpubench.runner import describe
+    from gpubench.run.runner import describe
     from gpubench.schema import Metric, SetupResult
 
     metrics = {name: Metric(value=value, unit="u") for name, value in

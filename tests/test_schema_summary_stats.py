@@ -8,7 +8,7 @@ import math
 import pytest
 
 from gpubench.catalog import WORKLOADS, CostBasis
-from gpubench.runner import cost_metrics
+from gpubench.run.runner import cost_metrics
 from gpubench.schema import Metric, SetupResult, summarize, summarize_results
 
 

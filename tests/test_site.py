@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from clirun import gpubench
 
-from gpubench import site
+from gpubench.results import site
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
 from synthetic_runs import write_run  # noqa: E402
@@ -96,7 +96,7 @@ def test_a_rebuild_reads_only_the_new_run_and_renders_only_what_it_touches(tmp_p
     assert set(rebuilt.rendered) == {"train-compile.html", "index.html"}
     assert len(rebuilt.plots) == 1  # the H100 series' history; the L40S plot is unchanged and not drawn again
     assert (out / "embed.html").stat().st_mtime_ns == embed_page
-    assert (out / "runs" / f"{site.stored.load(new.parent).started.run_id}" / "results.jsonl").is_file()
+    assert (out / "runs" / f"{site.stored_runs.load(new.parent).started.run_id}" / "results.jsonl").is_file()
 
     shutil.rmtree(store / "l40s-01")  # a run removed from the store leaves the site too
     removed = site.build([str(store)], out)

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from gpubench import exit_codes, stores
-from gpubench.cli import main
+from gpubench.cli.main import main
 
 TARGET = "results.jsonl"
 

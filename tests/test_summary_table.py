@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpubench import summary
 from gpubench.catalog import WORKLOADS
+from gpubench.results import summary
 from gpubench.schema import Metric, SetupResult, summarize_results
 
 SPEC = WORKLOADS.get("train-compile")  # baseline eager-sdpa; cost basis tokens_per_s

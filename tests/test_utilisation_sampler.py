@@ -1,4 +1,4 @@
-"""The utilisation sampler (gpubench/utilisation.py): per-thread CPU time from /proc against a real busy
+"""The utilisation sampler (gpubench/run/utilisation.py): per-thread CPU time from /proc against a real busy
 thread, the summary of samples, and NVML's raw answers as recorded on an H200."""
 
 import os
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gpubench import utilisation as u
+from gpubench.run import utilisation as u
 
 
 def spin(stop: threading.Event, tid: list) -> None:

@@ -6,7 +6,7 @@ import json
 import pytest
 from clirun import gpubench
 
-from gpubench import utilisation
+from gpubench.run import utilisation
 
 
 @pytest.fixture(scope="module")

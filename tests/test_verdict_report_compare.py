@@ -5,7 +5,7 @@ from pathlib import Path
 
 from clirun import gpubench
 
-from gpubench import report, stored
+from gpubench.results import report, stored_runs
 
 RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-2026-12-01"
 EAGER = next((RESULTS / "bounds-d" / "finetune" / "runs").iterdir())
@@ -13,7 +13,7 @@ GRAPHS = next((RESULTS / "bounds-e" / "finetune" / "runs").iterdir())
 
 
 def test_report_table_has_a_verdict_per_row():
-    built = report.build([stored.load(EAGER), stored.load(GRAPHS)])
+    built = report.build([stored_runs.load(EAGER), stored_runs.load(GRAPHS)])
     header, rows = report.table(built[0])
     assert header[-1] == "verdict"
     verdicts = {(row[0], row[2]): row[-1] for row in rows}

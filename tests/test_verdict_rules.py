@@ -1,6 +1,6 @@
-"""The verdict rules (gpubench/verdict.py) against hand-made figures at and around each threshold."""
+"""The verdict rules (gpubench/results/verdict.py) against hand-made figures at and around each threshold."""
 
-from gpubench import verdict
+from gpubench.results import verdict
 from gpubench.schema import Metric, SetupResult
 
 T = verdict.thresholds()

@@ -7,9 +7,9 @@ import contract_workload as workload
 import pytest
 
 from gpubench.catalog import WORKLOADS, WorkloadSpec
-from gpubench.runner import overall_status
+from gpubench.run.runner import overall_status
+from gpubench.run.worker import Worker
 from gpubench.schema import parse_record
-from gpubench.worker import Worker
 from gpubench.workload import groups
 
 SPEC = WorkloadSpec(name="contract-test", title="t", study="t", setups=tuple(workload.SETUPS), gpus="none",
@@ -42,7 +42,7 @@ def test_one_session_serves_the_group_and_its_numbers_come_once():
     results = run_group(["a1", "a2"])
     assert workload.EVENTS == ["open a", "run a1 in server-a", "run a2 in server-a", "close a"]
     assert [(r.setup, r.status) for r in results] == [("a1", "ok"), ("a2", "ok")]
-    for r in results:  # what the machine did is every result's own (gpubench/utilisation.py)
+    for r in results:  # what the machine did is every result's own (gpubench/run/utilisation.py)
         assert "scope" in r.info.pop("utilisation") and "util_samples" in r.metrics
     assert results[0].metrics["ready_s"].value == 1.5 and results[0].info == {"server": "a", "setup": "a1"}
     assert "ready_s" not in results[1].metrics and results[1].info == {"setup": "a2"}
@@ -89,7 +89,7 @@ def test_skipped_setups_do_not_fail_a_run_but_errors_do():
 def test_derived_metrics_are_recorded_and_merged_into_the_summary(tmp_path):
     import io as _io
 
-    from gpubench.runner import Runner, RunRequest
+    from gpubench.run.runner import Runner, RunRequest
     from gpubench.schema import summarize_results
     from gpubench.stores import RunDir
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpubench.worker import failure, is_oom, one_line
+from gpubench.run.worker import failure, is_oom, one_line
 from gpubench.workload import SetupSkipped
 
 torch = pytest.importorskip("torch")

@@ -10,8 +10,8 @@ import json
 import subprocess
 import sys
 
-from gpubench import worker
 from gpubench.catalog import WORKLOADS
+from gpubench.run import worker
 from gpubench.schema import Progress, SetupResult, parse_record
 from gpubench.workload import build_config, load_module
 

@@ -1,6 +1,6 @@
 """The worker's records, in process: progress and info carry the setup's context, durations are each
 setup's own, the device is said only once torch was loaded, a failed setup keeps what it recorded, and
-`python -m gpubench.worker` (main) writes only records on stdout and says a rank's failure in its exit."""
+`python -m gpubench.run.worker` (main) writes only records on stdout and says a rank's failure in its exit."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sys
 import pytest
 import worker_probe_workload as workload
 
-from gpubench import utilisation, worker
 from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.run import utilisation, worker
 from gpubench.schema import Progress, SetupResult, parse_record
 
 SPEC = WorkloadSpec(name="worker-probe", title="t", study="t", setups=tuple(workload.SETUPS), gpus="none",
@@ -54,7 +54,7 @@ def test_progress_and_info_carry_the_setup_context():
     first, second = [r for r in records if isinstance(r, SetupResult)]
     context = {"run_id": "rid", "repeat": 3, "smoke": True, "weights": "random", "weight_paths": {"org/model": None},
                "price": 2.5, "rank": 0, "world_size": 1, "session": "session-s"}
-    for result in (first, second):  # every result also says what the machine did (gpubench/utilisation.py)
+    for result in (first, second):  # every result also says what the machine did (gpubench/run/utilisation.py)
         assert result.info.pop("utilisation")["sample_s"] == utilisation.SAMPLE_S
         assert result.metrics.pop("util_samples").unit == "samples"
         for name in list(result.metrics):

@@ -21,8 +21,8 @@ work=${MUTATION_WORK:-/tmp/gpubench-mutation}
 children=${MUTATION_CHILDREN:-2}
 
 declare -A FILE=(
-  [schema]=gpubench/schema.py [stores]=gpubench/stores.py [runner]=gpubench/runner.py
-  [worker]=gpubench/worker.py [ingest]=gpubench/ingest.py [follow]=gpubench/launcher/follow.py
+  [schema]=gpubench/schema.py [stores]=gpubench/stores.py [runner]=gpubench/run/runner.py
+  [worker]=gpubench/run/worker.py [ingest]=gpubench/run/ingest.py [follow]=gpubench/launcher/follow.py
   [plan]=gpubench/launcher/plan.py [results]=gpubench/launcher/results.py
 )
 declare -A TESTS=(

@@ -42,8 +42,9 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
     "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
-    "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/bandwidth.py): the bytes a decode step"
-                               " must read (weights once + each running sequence's KV cache at its mean context) over"
+    "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/measure/bandwidth.py): the bytes"
+                               " a decode step must read (weights once + each running sequence's KV cache at its mean"
+                               " context) over"
                                " the mean TPOT; a lower bound of the traffic; inputs in info['bandwidth']"),
 }
 METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
@@ -227,7 +228,7 @@ def decode_facts(folder: str, dtype: str, quantization: str, startup: dict[str, 
     """What the decode's bytes per step need: the weights' bytes (vLLM's startup log; else, unquantized, the
     checkpoint's safetensors) and the KV cache's bytes per token (the model's config, KV in the model dtype:
     no study sets --kv-cache-dtype), or why one is unknown."""
-    from gpubench import bandwidth
+    from gpubench.measure import bandwidth
 
     config = json.loads((Path(folder) / "config.json").read_text())
     kv_dtype = (config.get("torch_dtype") or config.get("dtype") or "bfloat16") if dtype == "auto" else dtype
@@ -246,9 +247,9 @@ def decode_facts(folder: str, dtype: str, quantization: str, startup: dict[str, 
 
 
 def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], info: dict) -> dict[str, float]:
-    """achieved_gbps of a load's decode (gpubench/bandwidth.py): the mean batch of sequences decoding at once,
+    """achieved_gbps of a load's decode (gpubench/measure/bandwidth.py): the mean batch of sequences decoding at once,
     each at its mean context during decode (prompt + half the output), over the mean TPOT."""
-    from gpubench import bandwidth
+    from gpubench.measure import bandwidth
 
     ok = [r for r in records if r.ok and r.tpot_s]
     if "missing" in facts or not ok or "prompt_tokens_mean" not in metrics:
@@ -294,7 +295,7 @@ def gpu_memory_peak():
     """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
     peak = _Peak()
     try:
-        from gpubench.gpu_memory import GpuMemorySampler
+        from gpubench.measure.gpu_memory import GpuMemorySampler
 
         sampler = GpuMemorySampler()
     except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out

@@ -14,9 +14,9 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from gpubench import compile_cache
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.stats import percentile
+from gpubench.measure import compile_cache
+from gpubench.results.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 

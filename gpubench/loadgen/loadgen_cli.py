@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from gpubench import cli_common
+from gpubench.cli import common
 
 COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
 
@@ -59,16 +59,17 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     import contextlib
     import os
 
-    from gpubench import live, runid, stores
+    from gpubench import runid, stores
     from gpubench.catalog import CostBasis, WorkloadSpec
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
-    from gpubench.runner import RunRequest
+    from gpubench.run import live
+    from gpubench.run.runner import RunRequest
 
     prompts = ()
     if prompts_file is not None:
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
         if not prompts:
-            raise cli_common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+            raise common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
     try:
         spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
                         users=users if users is not None or rate is not None else 1, requests=request_count,
@@ -77,20 +78,20 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
     except LoadSpecError as exc:
-        raise cli_common.CliError(str(exc)) from None
+        raise common.CliError(str(exc)) from None
     if endpoint == "chat" and not prompts and tokenizer is None:
         click.echo("gpubench: chat prompts without --tokenizer are random words; their length is approximate"
                    " (the server's prompt_tokens is recorded)", err=True)
     if price is None:
-        price = cli_common.price_from_launcher()
+        price = common.price_from_launcher()
     if price is not None and price <= 0:
-        raise cli_common.CliError(f"--price must be a positive hourly price in USD (got {price})")
+        raise common.CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
-    results_dir = results_dir or cli_common.default_results_dir()
+    results_dir = results_dir or common.default_results_dir()
     stores.check_local_dir(results_dir)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id("loadgen")
     if not runid.is_run_id(run_id):
-        raise cli_common.CliError(f"bad run id {run_id!r}")
+        raise common.CliError(f"bad run id {run_id!r}")
     if target:
         target.check_writable(run_id)
     _check_reachable(spec)
@@ -108,12 +109,12 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
         result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
-    code = cli_common.EXIT_OK if result.status == "ok" else cli_common.EXIT_SETUP_FAILED
+    code = common.EXIT_OK if result.status == "ok" else common.EXIT_SETUP_FAILED
     if target:
         ok, message = stores.deliver(run_dir.path, target)
         click.echo(message, err=True)
-        if not ok and code == cli_common.EXIT_OK:
-            code = cli_common.EXIT_UPLOAD_FAILED
+        if not ok and code == common.EXIT_OK:
+            code = common.EXIT_UPLOAD_FAILED
     sys.exit(code)
 
 
@@ -126,25 +127,25 @@ def _check_reachable(spec) -> None:
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise cli_common.CliError(f"--base-url {spec.base_url}: bad port") from None
+        raise common.CliError(f"--base-url {spec.base_url}: bad port") from None
     if not parts.hostname:
-        raise cli_common.CliError(f"--base-url {spec.base_url}: no host; use http://host:port[/v1]")
+        raise common.CliError(f"--base-url {spec.base_url}: no host; use http://host:port[/v1]")
     try:
         socket.create_connection((parts.hostname, port), timeout=min(spec.timeout_s, 10.0)).close()
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
-        raise cli_common.CliError(f"--base-url {spec.base_url}: cannot connect to {parts.hostname}:{port}"
+        raise common.CliError(f"--base-url {spec.base_url}: cannot connect to {parts.hostname}:{port}"
                                   f" ({reason}); nothing was run") from None
 
 
 def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
-    from gpubench import environment
-    from gpubench.runner import cost_metrics, describe, overall_status, run_config
+    from gpubench.run import environment
+    from gpubench.run.runner import cost_metrics, describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
     env = environment.collect((), price)
-    run_dir.write_config(run_config(request, env, cli_common.safe_argv(), target.url if target else None))
+    run_dir.write_config(run_config(request, env, common.safe_argv(), target.url if target else None))
     run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
                               smoke=False, config=dataclasses.asdict(spec), environment=env))
     started = time.perf_counter()
@@ -165,8 +166,8 @@ def _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics):
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
+    from gpubench.run.worker import one_line
     from gpubench.schema import Metric, Progress, SetupResult
-    from gpubench.worker import one_line
 
     def progress(phase, done=None, total=None, message=None):
         run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,

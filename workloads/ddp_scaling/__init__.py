@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from gpubench.config_fields import param
 from gpubench.ports import free_port
-from gpubench.stats import percentile
+from gpubench.results.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 
 
@@ -303,7 +303,7 @@ def accumulate(ddp, accum: int, next_batch) -> None:
 
 def count_step_flops(ddp, next_batch) -> int:
     """One micro-batch's forward and backward FLOPs on this rank (no all-reduce: every rank counts its own)."""
-    from gpubench import flops
+    from gpubench.measure import flops
 
     with ddp.no_sync():
         counted = flops.count(lambda: accumulate(ddp, 1, next_batch))

@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench import flops
 from gpubench.config_fields import DEVICE, DTYPES, param
+from gpubench.measure import flops
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -261,7 +261,7 @@ def cpu_facts() -> dict:
     """The host side decides a host-bound encoder's speed: which CPU, and how much of it this process got."""
     import torch
 
-    from gpubench.environment import cpu_model
+    from gpubench.run.environment import cpu_model
 
     return {"cpu_model": cpu_model(), "cpu_cores": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
             "cpu_quota": cgroup_cpu_quota(), "torch_threads": torch.get_num_threads()}

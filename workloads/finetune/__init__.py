@@ -330,7 +330,7 @@ def synchronizer(on_cuda: bool):
 def count_flops_per_token(model, batches, device: str, autocast) -> float:
     """Counted forward + backward FLOPs per padded token over a few training micro-batches (padding is
     computed like any token; LoRA's frozen weights get no weight gradient, which the count shows)."""
-    from gpubench import flops
+    from gpubench.measure import flops
 
     sample = batches[:FLOP_COUNT_BATCHES]
 

@@ -29,8 +29,8 @@ import resource
 import time
 from dataclasses import dataclass
 
-from gpubench import compile_cache
 from gpubench.config_fields import DEVICE, DTYPES, param
+from gpubench.measure import compile_cache
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads.sdxl import components as sdxl_components
 from gpubench.workloads.sdxl.components import ARCHITECTURES, BASE_REPO, VAE_REPO
@@ -226,7 +226,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
 def count_flops_per_image(pipe, config: Config, batch: int) -> float:
     """Counted FLOPs of one image at the timed shapes. Every denoising step is the same UNet call, so a
     1-step and a 2-step generation give the per-step FLOPs and the rest (text encoders, VAE decode)."""
-    from gpubench import flops
+    from gpubench.measure import flops
 
     one, two = (flops.count(lambda steps=steps: _generate(pipe, config, batch, steps)) for steps in (1, 2))
     return (one + (config.steps - 1) * (two - one)) / batch

@@ -95,7 +95,8 @@ METRICS = {
     "transcribe_s": MetricDef("s", "lower", "wall time of the timed transcription of the whole audio set"),
     "audio_s": MetricDef("s", None, "seconds of audio transcribed"),
     "warmup_s": MetricDef("s", None, "the untimed first transcription (kernel selection, allocations)"),
-    "achieved_gbps": MetricDef("GB/s", "higher", "transformers' decoder, a model (gpubench/bandwidth.py): bytes its "
+    "achieved_gbps": MetricDef("GB/s", "higher", "transformers' decoder, a model (gpubench/measure/bandwidth.py): "
+                               "bytes its "
                                "steps must read (weights + cross- and self-attention KV) over their timed forward "
                                "calls, in one untimed pass of the warm-up audio; a lower bound of the traffic"),
     "decoder_step_ms": MetricDef("ms", "lower", "transformers' decoder: mean time of one forward call (one "
@@ -208,7 +209,7 @@ def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: P
 
 def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
     """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
-    from gpubench import gpu_memory as whisper_memory
+    from gpubench.measure import gpu_memory as whisper_memory
     from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
     sampler = None

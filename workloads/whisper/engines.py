@@ -102,12 +102,12 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
 def decoder_bandwidth(model, transcribe, audio, device: str) -> dict:
     """One more, untimed transcription of `audio` with the decoder's forward calls timed (synchronized on a GPU):
     achieved_gbps = what its steps must read (decoder weights once + each row's cross-attention KV over the
-    encoder's 1500 frames and its self-attention KV so far, gpubench/bandwidth.py) over their summed time."""
+    encoder's 1500 frames and its self-attention KV so far, gpubench/measure/bandwidth.py) over their summed time."""
     import time
 
     import torch
 
-    from gpubench import bandwidth
+    from gpubench.measure import bandwidth
 
     decoder, config = model.model.decoder, model.config
     weight_bytes = sum(p.numel() * p.element_size() for p in decoder.parameters())

@@ -1,11 +1,11 @@
-"""A group of setups, one repeat, in a fresh process: `python -m gpubench.worker` with a JSON job on stdin.
+"""A group of setups, one repeat, in a fresh process: `python -m gpubench.run.worker` with a JSON job on stdin.
 
 The group is one setup, or adjacent setups sharing one session (workload.groups). The worker writes
 records (progress, then exactly one result per setup) as JSON Lines to the stdout it was given, and
 moves everything else a library might print to stderr, so its stdout stays parseable.
 
 A setup that asks for N processes (workload.processes) is run by N rank processes started here with
-torchrun's rendezvous variables (`python -m gpubench.worker --rank R`, the same job on stdin): rank 0
+torchrun's rendezvous variables (`python -m gpubench.run.worker --rank R`, the same job on stdin): rank 0
 writes the records, the others' stdout goes to stderr, and if any rank fails the rest are stopped.
 """
 
@@ -20,9 +20,9 @@ import threading
 import time
 import traceback
 
-from gpubench import utilisation
 from gpubench.catalog import WORKLOADS
 from gpubench.ports import free_port
+from gpubench.run import utilisation
 from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
 from gpubench.workload import SetupContext, SetupSkipped, load_module, processes
 
@@ -201,7 +201,7 @@ def run_ranks(job: dict, records, world_size: int) -> None:
     ranks = []
     for rank in range(world_size):
         env = {**os.environ, **rendezvous, "RANK": str(rank), "LOCAL_RANK": str(rank)}
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.worker", "--rank", str(rank)],
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.run.worker", "--rank", str(rank)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE if rank == 0 else sys.stderr,
                                 env=env, text=True)
         proc.stdin.write(json.dumps(job))

@@ -5,7 +5,7 @@ spread; the same GPU at another price (another region or provider) is a row of i
 row carries its hourly price as the runs recorded it, whether its runs were --smoke runs, the one-line reason of
 each setup that did not run ok, the post's number for the same GPU class (as a
 ratio, or "within noise" of it), and, where the workload counts its FLOPs, achieved TFLOP/s and the
-share of the GPU's dense datasheet peak (gpubench/flops.py). A difference smaller than the measured
+share of the GPU's dense datasheet peak (gpubench/measure/flops.py). A difference smaller than the measured
 noise is never shown as a win: the noise rule is compare.py's.
 """
 
@@ -14,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from gpubench import compare, flops, reference, verdict
+from gpubench import reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.measure import flops
 from gpubench.registry import UnknownName
+from gpubench.results import compare, verdict
+from gpubench.results.stored_runs import StoredRun
+from gpubench.results.summary import cell, fmt, headline_metrics
 from gpubench.schema import MetricSummary, SetupResult, summarize
-from gpubench.stored import StoredRun
-from gpubench.summary import cell, fmt, headline_metrics
 from gpubench.workload import load_module
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
@@ -39,7 +41,7 @@ class Row:
     config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
     smoke: bool = False  # its runs were --smoke runs: a code-path test at a tiny size, not a benchmark
     reasons: list[str] = field(default_factory=list)  # the one-line error of each result that was not ok
-    verdict: str = ""  # what bounded its ok results (gpubench/verdict.py); "" for runs stored before verdicts
+    verdict: str = ""  # what bounded its ok results (gpubench/results/verdict.py); "" for runs stored before verdicts
 
     @property
     def label(self) -> str:
@@ -131,7 +133,7 @@ def config_variants(runs: list[StoredRun]) -> dict[int, str]:
 
 def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
     """A result with its cost per unit at its own run's price, when the run recorded one and no cost yet."""
-    from gpubench.runner import cost_metrics
+    from gpubench.run.runner import cost_metrics
 
     price = run.price_usd_per_hour
     if price and not any(name.startswith("usd_per_") for name in result.metrics):

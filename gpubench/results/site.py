@@ -28,12 +28,12 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
-from gpubench import compare, report, stored
 from gpubench.catalog import WORKLOADS
 from gpubench.registry import UnknownName
+from gpubench.results import compare, report, stored_runs
+from gpubench.results.summary import fmt
 from gpubench.schema import to_line
 from gpubench.stores import RECORDS_FILE
-from gpubench.summary import fmt
 
 SITE_VERSION = "1"  # a site built by another version is rebuilt whole
 MANIFEST = "manifest.json"
@@ -75,10 +75,10 @@ def build(sources: list[str], out: Path) -> Built:
     changed += [key for key in listing if key not in changed and known.get(key, {}).get("run_id") in lost]
 
     built = Built()
-    fresh: dict[str, tuple[Source, Path, stored.StoredRun]] = {}
+    fresh: dict[str, tuple[Source, Path, stored_runs.StoredRun]] = {}
     for key in changed:
         folder = listing[key].fetch()
-        run = stored.load(folder)
+        run = stored_runs.load(folder)
         built.read.append(key)
         try:
             WORKLOADS.get(run.workload)
@@ -157,7 +157,7 @@ def list_sources(given: str) -> list[Source]:
     if given.startswith("s3://"):
         return _s3_sources(given)
     sources = []
-    for folder in stored._run_folders(Path(given)):
+    for folder in stored_runs._run_folders(Path(given)):
         records = folder / RECORDS_FILE if folder.is_dir() else folder
         info = records.stat()
         sources.append(Source(str(records.resolve()), f"{info.st_mtime_ns}:{info.st_size}",
@@ -212,13 +212,13 @@ def _cache(out: Path, workload: str) -> dict[str, dict]:
         return {}
 
 
-def _slim(run: stored.StoredRun) -> list[str]:
+def _slim(run: stored_runs.StoredRun) -> list[str]:
     """What a run contributes to the site: its records without the progress lines (derived ones merged)."""
     return [to_line(run.started), *(to_line(r) for r in run.results), *([to_line(run.finished)] if run.finished
                                                                           else [])]
 
 
-def _copy_run(out: Path, folder: Path, run: stored.StoredRun) -> None:
+def _copy_run(out: Path, folder: Path, run: stored_runs.StoredRun) -> None:
     """The run's raw records, config and environment, for the pages to link to."""
     target = out / "runs" / _safe(run.started.run_id)
     target.mkdir(parents=True, exist_ok=True)
@@ -244,7 +244,7 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _when(run: stored.StoredRun) -> datetime:
+def _when(run: stored_runs.StoredRun) -> datetime:
     return datetime.fromisoformat(run.started.ts.replace("Z", "+00:00"))
 
 
@@ -253,8 +253,8 @@ class Series:
     """The runs of one GPU, config and hourly price, oldest first: one line of history, one row group of the table."""
 
     label: str
-    runs: list[stored.StoredRun]
-    changes: list[tuple[stored.StoredRun, list[compare.Row]]]  # per run after the first: its flagged rows
+    runs: list[stored_runs.StoredRun]
+    changes: list[tuple[stored_runs.StoredRun, list[compare.Row]]]  # per run after the first: its flagged rows
 
 
 class StudyPage:
@@ -262,7 +262,7 @@ class StudyPage:
 
     def __init__(self, workload: str, kept: dict[str, dict]):
         self.spec = WORKLOADS.get(workload)
-        self.runs = sorted((stored.from_lines(Path(run_id), entry["records"]) for run_id, entry in kept.items()),
+        self.runs = sorted((stored_runs.from_lines(Path(run_id), entry["records"]) for run_id, entry in kept.items()),
                            key=_when)
 
     def variants(self) -> dict[int, str]:
@@ -272,7 +272,7 @@ class StudyPage:
 
     def series(self) -> list[Series]:
         variant = self.variants()
-        groups: dict[tuple, list[stored.StoredRun]] = {}
+        groups: dict[tuple, list[stored_runs.StoredRun]] = {}
         for run in self.runs:
             groups.setdefault((run.gpu, variant[id(run)], run.price_usd_per_hour or 0, run.started.smoke), []
                               ).append(run)
@@ -356,7 +356,7 @@ def history_metrics(table: report.WorkloadReport) -> list[str]:
     return [m for m in table.columns if not (m.startswith("usd_per_") or "peak" in m or "per_usd" in m)][:4]
 
 
-def _points(run: stored.StoredRun, metrics: list[str]) -> dict:
+def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:
     return {s.setup: {m: s.metrics[m].median for m in metrics if m in s.metrics} for s in run.summary()
             if any(m in s.metrics for m in metrics)}
 

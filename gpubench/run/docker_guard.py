@@ -1,4 +1,4 @@
-"""`python -m gpubench.docker_guard CONTAINER_ID STOP_TIMEOUT_S`: stop and remove a container if its owner dies.
+"""`python -m gpubench.run.docker_guard CONTAINER_ID STOP_TIMEOUT_S`: stop and remove a container if its owner dies.
 
 `gpubench run --docker` starts this in its own session (so a signal to its process group does not reach it) with a
 pipe on stdin that only the owner holds open. The owner writes "done" once it removed the container itself; an

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpubench import verdict as bound
+from gpubench.results import verdict as bound
+from gpubench.results.stored_runs import StoredRun
 from gpubench.schema import MetricSummary
-from gpubench.stored import StoredRun
 
 NOISE_FLOOR = 0.05  # --noise's default
 Verdict = Literal["better", "worse", "within noise", "changed", "no verdict (n=1)"]
@@ -84,6 +84,6 @@ def unverified(rows: list[Row], metrics: list[str]) -> list[Row]:
 
 
 def verdicts(a: StoredRun, b: StoredRun) -> list[tuple[str, str, str]]:
-    """(setup, what bounded it in A, in B) for the setups either run judged (gpubench/verdict.py)."""
+    """(setup, what bounded it in A, in B) for the setups either run judged (gpubench/results/verdict.py)."""
     in_a, in_b = bound.per_setup(a.results), bound.per_setup(b.results)
     return [(setup, in_a.get(setup, ""), in_b.get(setup, "")) for setup in dict.fromkeys([*in_a, *in_b])]

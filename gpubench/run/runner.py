@@ -19,8 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__, environment, flops, summary, utilisation, verdict
+from gpubench import __version__
 from gpubench.catalog import WorkloadSpec
+from gpubench.measure import flops
+from gpubench.results import summary, verdict
+from gpubench.run import environment, utilisation
 from gpubench.schema import (
     SCHEMA_VERSION,
     Derived,
@@ -135,7 +138,7 @@ class Runner:
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
-        why = f"What bounded each result (gpubench/verdict.py):\n\n{bases}\n" if bases else ""
+        why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
         self._print(f"{why}{text}".rstrip("\n"))
@@ -155,7 +158,7 @@ class Runner:
         # -P: never import from the working directory, which may hold a source tree of gpubench
         # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "gpubench.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-P", "-m", "gpubench.run.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1,
         )
         stderr_tail: list[str] = []

@@ -1,6 +1,6 @@
 """What `gpubench`'s commands share: the bad-input error, the results folder, the price a launcher set.
 
-Both gpubench/cli.py and gpubench/loadgen/loadgen_cli.py import this module; neither imports the other's
+Both gpubench/cli/main.py and gpubench/loadgen/loadgen_cli.py import this module; neither imports the other's
 code (cli.py only adds the loadgen command to its group).
 """
 
@@ -46,7 +46,8 @@ def check_output_file(path: Path, option: str) -> None:
 
 def price_from_launcher() -> float | None:
     """A launcher's price: one (GPUBENCH_PRICE_USD_PER_HOUR), or one per candidate GPU, matched to this GPU."""
-    from gpubench import environment, pricing
+    from gpubench import pricing
+    from gpubench.run import environment
 
     if os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
         try:

@@ -11,8 +11,8 @@ import csv
 import io
 from dataclasses import dataclass
 
-from gpubench import flops
 from gpubench.catalog import WorkloadSpec
+from gpubench.measure import flops
 from gpubench.schema import MetricSummary, SetupSummary
 
 NOISY_CV = 0.05
@@ -68,7 +68,7 @@ def fmt(value: float) -> str:
 
 def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
           verdicts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """verdicts: what bounded each setup (gpubench/verdict.py), shown last when given."""
+    """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given."""
     metrics = headline_metrics(module, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)

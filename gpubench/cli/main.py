@@ -15,7 +15,7 @@ import click
 
 from gpubench import exit_codes, extras
 from gpubench.catalog import WORKLOADS
-from gpubench.cli_common import (
+from gpubench.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -70,7 +70,8 @@ def show(workload: str) -> None:
     """One study: its setups, config fields and defaults, metrics, GPUs and image."""
     import dataclasses
 
-    from gpubench import config_fields, utilisation
+    from gpubench import config_fields
+    from gpubench.run import utilisation
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -116,7 +117,7 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @JSON_OPTION
 def env(as_json: bool) -> None:
     """The environment block a run on this machine would record."""
-    from gpubench import environment, live
+    from gpubench.run import environment, live
 
     block = environment.collect()
     if live.wants_records(as_json):
@@ -136,8 +137,8 @@ def env(as_json: bool) -> None:
 @JSON_OPTION
 def images(as_json: bool) -> None:
     """Each workload's image reference (the launcher's default --image)."""
-    from gpubench import live
     from gpubench.images import image_rows
+    from gpubench.run import live
 
     rows = image_rows()
     if live.wants_records(as_json):
@@ -190,9 +191,10 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
 
-    from gpubench import live, runid, stores
+    from gpubench import runid, stores
     from gpubench import weights as weight_store
-    from gpubench.runner import Runner, RunRequest
+    from gpubench.run import live
+    from gpubench.run.runner import Runner, RunRequest
     from gpubench.workload import build_config, load_module, parse_overrides
 
     spec = WORKLOADS.get(workload)
@@ -238,7 +240,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
     else:
-        from gpubench.docker_run import DockerUnavailable, connect, parse_gpus
+        from gpubench.run.docker_run import DockerUnavailable, connect, parse_gpus
 
         try:
             gpus = parse_gpus(gpus or "all")
@@ -279,7 +281,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
 
 def _refuse_full_size_without_gpu(spec) -> None:
     """The study's full size on a CPU runs for hours: ask for an explicit choice before starting it."""
-    from gpubench import environment
+    from gpubench.run import environment
 
     if spec.gpu_count and not environment.gpu_names():
         raise CliError(f"no GPU found (nvidia-smi): the full-size {spec.name} study would run for hours on the CPU;"
@@ -295,9 +297,9 @@ def _weights_needed(module, spec, setups, config) -> list[str]:
 
 def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
-    from gpubench.docker_run import DockerUnavailable, run_in_docker
     from gpubench.images import image_ref
-    from gpubench.ingest import RecordStream
+    from gpubench.run.docker_run import DockerUnavailable, run_in_docker
+    from gpubench.run.ingest import RecordStream
 
     image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
@@ -391,8 +393,8 @@ cli.add_command(loadgen)
               help="Also write an HTML page with the plots embedded (opens with no network).")
 def report(paths, html_file) -> None:
     """The studies' tables from stored runs: run folders, a results folder or an s3://bucket/prefix."""
-    from gpubench import report as reports
-    from gpubench import stored
+    from gpubench.results import report as reports
+    from gpubench.results import stored_runs
     from gpubench.stores import StoreError
 
     def progress(path, done, total):
@@ -403,8 +405,8 @@ def report(paths, html_file) -> None:
         extras.require("report", "gpubench report --html", ("matplotlib",))
         check_output_file(html_file, "--html")
     try:
-        built = reports.build(stored.discover(list(paths), on_progress=progress))
-    except (stored.StoredRunError, StoreError, ValueError) as exc:
+        built = reports.build(stored_runs.discover(list(paths), on_progress=progress))
+    except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
     for workload in built:
         partial = sorted({row.gpu for row in workload.rows if row.partial})
@@ -412,7 +414,7 @@ def report(paths, html_file) -> None:
             click.echo(f"gpubench: {workload.spec.name}: partial runs (no run_finished) on {', '.join(partial)};"
                        " their rows are shown as they are", err=True)
     if html_file:
-        from gpubench.report_html import render
+        from gpubench.results.report_html import render
 
         page = render(built)
         try:
@@ -430,14 +432,14 @@ def report(paths, html_file) -> None:
               help="The site's folder; an existing site there is updated (only what new runs touch).")
 def site(sources, out) -> None:
     """A static site from stored runs (folders or s3://bucket/prefix): an index and a page per study."""
-    from gpubench import site as sites
-    from gpubench import stored
+    from gpubench.results import site as sites
+    from gpubench.results import stored_runs
 
     extras.require("report", "gpubench site", ("matplotlib",))
     try:
         sites.check_out(out)
         built = sites.build(list(sources), out)
-    except (stored.StoredRunError, sites.SiteError) as exc:
+    except (stored_runs.StoredRunError, sites.SiteError) as exc:
         raise CliError(str(exc)) from None
     click.echo(f"gpubench: site in {out}: read {len(built.read)} runs, wrote {len(built.rendered)} pages"
                f" and {len(built.plots)} plots; open {out / 'index.html'}", err=True)
@@ -453,18 +455,18 @@ def site(sources, out) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Show metrics within noise too.")
 def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     """RUN_B against RUN_A (run folders of one workload): ratio per setup and metric, beyond noise or not."""
-    from gpubench import stored
-    from gpubench.compare import compare as compare_runs
-    from gpubench.compare import regressions, unverified
-    from gpubench.compare import verdicts as compare_verdicts
-    from gpubench.summary import SMOKE_BANNER, fmt
+    from gpubench.results import stored_runs
+    from gpubench.results.compare import compare as compare_runs
+    from gpubench.results.compare import regressions, unverified
+    from gpubench.results.compare import verdicts as compare_verdicts
+    from gpubench.results.summary import SMOKE_BANNER, fmt
 
     if noise < 0:
         raise CliError(f"--noise must be 0 or more (got {noise})")
     try:
-        a, b = stored.load(run_a), stored.load(run_b)
+        a, b = stored_runs.load(run_a), stored_runs.load(run_b)
         rows = compare_runs(a, b, floor=noise)
-    except (stored.StoredRunError, ValueError) as exc:
+    except (stored_runs.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if a.started.run_id == b.started.run_id:
         raise CliError(f"{run_a} and {run_b} are the same run ({a.started.run_id}): a run compared with itself "

@@ -10,7 +10,7 @@ No container outlives the `gpubench` that started it, however that ends:
 - it exits, or fails to set up: the container is removed once its exit code is read (or its start failed);
 - Ctrl-C: Ctrl-C is passed on (SIGINT) so the run inside records `interrupted`; if it has not exited after
   STOP_TIMEOUT_S (or on a second Ctrl-C) it is stopped, then removed;
-- it is killed (SIGKILL, OOM killer): a guard process (gpubench.docker_guard), started in its own session before the
+- it is killed (SIGKILL, OOM killer): a guard process (gpubench.run.docker_guard), started in its own session before the
   container starts, holds the read end of a pipe only this `gpubench` writes to; the pipe's end-of-file without
   "done" means its owner died, and the guard stops and removes the container;
 - both killed (kill -9 of every process, a reboot): each container carries its owner (host, boot id, pid, the pid's
@@ -37,7 +37,7 @@ from pathlib import Path
 from gpubench import __version__
 from gpubench.catalog import WorkloadSpec
 from gpubench.images import CACHE_DIR, HF_HOME
-from gpubench.ingest import LineAssembler
+from gpubench.run.ingest import LineAssembler
 
 LABEL = "io.gpubench"
 OWNER_LABEL = f"{LABEL}.owner"  # host/boot id/pid/start time of the gpubench that started the container
@@ -259,7 +259,7 @@ class Guard:
     def __init__(self, container_id: str):
         # -P: the installed gpubench, not a source tree in the working directory (as the runner's workers do).
         self._proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "gpubench.docker_guard", container_id, str(STOP_TIMEOUT_S)],
+            [sys.executable, "-P", "-m", "gpubench.run.docker_guard", container_id, str(STOP_TIMEOUT_S)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def done(self) -> None:

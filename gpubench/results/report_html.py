@@ -15,8 +15,16 @@ import html
 import io
 import re
 
-from gpubench import flops
-from gpubench.report import SMOKE_NOTE, Row, WorkloadReport, datasheet_peak, scaling_lines, standing_lines, table
+from gpubench.measure import flops
+from gpubench.results.report import (
+    SMOKE_NOTE,
+    Row,
+    WorkloadReport,
+    datasheet_peak,
+    scaling_lines,
+    standing_lines,
+    table,
+)
 
 SERVING_X, SERVING_Y = "per_user_tokens_per_s", "output_tokens_per_s"
 LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one line per server mode

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from gpubench import flops
+from gpubench.measure import flops
 
 VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "throttled", "undetermined")
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s

@@ -1,0 +1,1 @@
+"""The `gpubench` command line."""

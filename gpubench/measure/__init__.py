@@ -1,0 +1,1 @@
+"""The workload toolkit: counted FLOPs, achieved bandwidth, GPU memory, compile caches."""

@@ -1,0 +1,1 @@
+"""Running a measurement: the runner, its worker process, the environment and utilisation it records, --docker."""
