@@ -249,14 +249,16 @@ def check(out: Path) -> list[str]:
 
 
 def writable_dir(path: Path, flag: str) -> Path:
-    """path when it is, or can be made, a folder files can be written to; BadInput otherwise. Creates nothing,
-    so that bad input leaves no trace."""
+    """path when it is, or can be made, a folder files can be written to; BadInput otherwise. The trial folder is
+    removed again, so that bad input leaves no trace."""
     existing = path.absolute()
     while not existing.exists():
         existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        what = "a folder" if existing == path.absolute() else f"a folder under {existing}"
-        raise BadInput(f"{flag} {path}: cannot be written as {what}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-test-", dir=existing))
+    except OSError as error:
+        where = "" if existing == path.absolute() else f" ({existing} is the closest path that exists)"
+        raise BadInput(f"{flag} {path}: cannot be written{where}: {error.strerror or error}") from None
     return path
 
 
@@ -294,7 +296,7 @@ def build(out: Path, cache: Path, pins: list[tuple[str, str]], spec: dict, max_p
         tree = work / "site"
         stripped = build_tree(wheels, tree, spec["strip"])
         files, tree_bytes = tree_size(tree)
-        t = steps.done(f"tree: {files} files, {tree_bytes:,} bytes after stripping {len(stripped)} paths", t)
+        t = steps.done(f"tree: {files} files, {tree_bytes:,} bytes ({len(stripped)} strip paths removed)", t)
         stream = work / STREAM
         pack(tree, stream, spec["xz_preset"])
         stream_bytes = stream.stat().st_size
@@ -314,7 +316,7 @@ def build(out: Path, cache: Path, pins: list[tuple[str, str]], spec: dict, max_p
             "wheels": [{"file": w.name, "sha256": sha256(w)} for w in wheels],
         }
         write_manifests(out, manifest)
-        steps.done(f"split: {len(pieces)} pieces of at most {max_piece:,} bytes (the working tree travels "
+        steps.done(f"split: {len(pieces)} piece(s) of at most {max_piece:,} bytes (the working tree travels "
                    f"{travelling:,} bytes with each): " + ", ".join(f"{p['name']} {p['bytes']:,}" for p in pieces), t)
     finally:
         shutil.rmtree(work, ignore_errors=True)
