@@ -74,6 +74,9 @@ HEADLINE = [  # the post's table columns, in its order
 METRICS = {**common.METRICS_COMMON, **common.DISAGREEMENT_METRICS}
 
 
+table_notes = common.table_notes
+
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config) if SETUPS[setup][0] == "vllm-bf16" else []
 
@@ -99,7 +102,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, requests = level
     return common.measure_load(ctx.session, ctx, endpoint="chat", users=users,
                                requests=common.capped(config, requests), prompts=PROMPTS,
-                               output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0})
+                               output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0},
+                               target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:

@@ -68,6 +68,9 @@ METRICS = {
 }
 
 
+table_notes = common.table_notes
+
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config)
 
@@ -89,10 +92,14 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, prompts = level
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, prompts), input_tokens=config.input_tokens,
-                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed)
+                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed,
+                               target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    """FP8 against bf16 per level and on GSM8K; per precision, the highest level that met the latency target."""
+    at_target = [common.sweep_at_target(config, results, {f"{mode}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()}) for mode in ("bf16", "fp8")]
     ok = common.by_setup(results)
     out: dict[str, dict[str, float]] = {}
     for name in LEVELS:
@@ -104,4 +111,4 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
     bf16, fp8 = ok.get("bf16-gsm8k"), ok.get("fp8-gsm8k")
     if bf16 and fp8 and "gsm8k_answers" in bf16.info and "gsm8k_answers" in fp8.info:
         out["fp8-gsm8k"] = common.gsm8k_disagreement(bf16.info, fp8.info)
-    return out
+    return common.merged(out, *at_target)

@@ -234,6 +234,7 @@ class Standing:
     runner_up: Row
     noise: float
     beyond_noise: bool
+    judged: bool = True  # both sides have a spread (n >= 2): else the gap is shown with no verdict
 
 
 def ranked_metric(report: WorkloadReport) -> str | None:
@@ -256,7 +257,8 @@ def standings(report: WorkloadReport) -> list[Standing]:
         best, second = rows[0].metrics[metric], rival.metrics[metric]
         gap = compare.noise(best, second)
         beyond = compare.verdict(second.median, best.median, gap, report.better[metric]) == "better"
-        out.append(Standing(setup, rows[0], rival, gap, beyond))
+        judged = min(best.n, second.n) >= 2 or best.median == second.median
+        out.append(Standing(setup, rows[0], rival, gap, beyond and judged, judged))
     return out
 
 
@@ -271,7 +273,11 @@ def standing_lines(report: WorkloadReport) -> list[str]:
              "noise is no win):"]
     for s in found:
         best, second = s.best.metrics[metric].median, s.runner_up.metrics[metric].median
-        if s.beyond_noise:
+        if not s.judged:
+            apart = abs(best / second - 1) if second else 0.0
+            lines.append(f"- {s.setup}: {compare.NO_SPREAD}: {s.best.label} {fmt(best)}, {s.runner_up.label} "
+                         f"{fmt(second)} {unit} ({apart:.1%} apart; one repeat on a side, no spread to judge by)")
+        elif s.beyond_noise:
             lines.append(f"- {s.setup}: {s.best.label}, {fmt(best)} against {fmt(second)} {unit} on "
                          f"{s.runner_up.label}")
         else:

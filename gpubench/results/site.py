@@ -35,7 +35,7 @@ from gpubench.results.summary import fmt
 from gpubench.schema import to_line
 from gpubench.stores import RECORDS_FILE
 
-SITE_VERSION = "1"  # a site built by another version is rebuilt whole
+SITE_VERSION = "2"  # a site built by another version is rebuilt whole (2: the index says what was compared)
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.json"
 FLAGGED = ("worse", "better", compare.NO_SPREAD)
@@ -327,9 +327,11 @@ class StudyPage:
                         c.verdict]
                        for s in series for r, found in s.changes for c in found]
         change_rows.sort(key=lambda cells: cells[0], reverse=True)
-        parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
-                             f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8)
-                     if change_rows else "<p>None: every run is within noise of the one before it.</p>")
+        if change_rows:
+            parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
+                                 f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8))
+        else:
+            parts.append(f"<p>{html.escape(nothing_changed(series))}</p>")
         parts.append("<h2>Runs</h2>")
         run_rows = []
         for s in reversed(series):
@@ -344,11 +346,41 @@ class StudyPage:
         parts.append(_table(["when", "series", "run", "$/hour", "status", "files"], run_rows, raw=(5,)))
         parts.append("</body></html>")
         last = [c for s in series if s.changes for c in s.changes[-1][1]]
+        unjudged = [c for c in last if c.verdict == compare.NO_SPREAD]
+        widest = max(unjudged, key=lambda c: abs(_log_ratio(c)), default=None)
         summary = {"title": spec.title, "runs": len(self.runs), "gpus": sorted({r.gpu for r in self.runs}),
                    "series": [s.label for s in series], "latest": self.runs[-1].started.ts[:16].replace("T", " "),
                    "worse": sum(c.verdict == "worse" for c in last), "better": sum(c.verdict == "better" for c in last),
-                   "smoke": any(r.started.smoke for r in self.runs)}
+                   "smoke": any(r.started.smoke for r in self.runs),
+                   "compared": sum(len(s.runs) > 1 for s in series), "no_verdict": len(unjudged),
+                   "widest": f"{widest.setup} {widest.metric} {fmt(widest.a)} -> {fmt(widest.b)} {widest.unit}"
+                             if widest else ""}
         return "\n".join(parts), plots, summary
+
+
+def nothing_changed(series: list[Series]) -> str:
+    """What the changes section says when it lists no change: never "within noise" where nothing was compared."""
+    if not any(len(s.runs) > 1 for s in series):
+        return ("One run: nothing to compare." if sum(len(s.runs) for s in series) == 1
+                else "One run per series: nothing to compare.")
+    return "None: every run is within noise of the one before it."
+
+
+def _log_ratio(row: compare.Row) -> float:
+    import math
+
+    return math.log(row.b / row.a) if row.a and row.b and row.a * row.b > 0 else math.inf
+
+
+def latest_change(s: dict) -> tuple[str, str]:
+    """The index's word on a study's latest runs against the runs before them, and its CSS class."""
+    if not s["compared"]:
+        return ("one run: nothing to compare" if s["runs"] == 1 else "one run per series: nothing to compare"), "no"
+    flags = [f"{s[k]} {k}" for k in ("worse", "better") if s[k]]
+    if s["no_verdict"]:
+        flags.append(f"{s['no_verdict']} {compare.NO_SPREAD}, widest {s['widest']}")
+    state = "worse" if s["worse"] else "better" if s["better"] else "no" if s["no_verdict"] else "ok"
+    return ", ".join(flags) or "within noise", state
 
 
 def history_metrics(table: report.WorkloadReport) -> list[str]:
@@ -429,12 +461,10 @@ def _index(studies: dict[str, dict]) -> str:
              "beyond noise against the previous run.</p>"]
     rows = []
     for name, s in sorted(studies.items()):
-        flags = [f"{s[k]} {k}" for k in ("worse", "better") if s[k]]
-        state = "worse" if s["worse"] else "better" if s["better"] else "ok"
+        said, state = latest_change(s)
         rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
                      ", ".join(s["gpus"]), s["latest"],
-                     f"<span class='{state}'>{', '.join(flags) or 'within noise'}</span>"
-                     + (" (smoke runs)" if s["smoke"] else "")])
+                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else "")])
     parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"],
                         rows, raw=(0, 5)))
     parts.append("</body></html>")

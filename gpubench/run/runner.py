@@ -135,6 +135,7 @@ class Runner:
         req = self.request
         header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
+        notes += getattr(module, "table_notes", lambda config: [])(req.config)  # e.g. the latency target used
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
