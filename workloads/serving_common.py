@@ -351,7 +351,7 @@ def sweep_at_target(config: ServingConfig, results, levels: dict[str, int]) -> d
 
 def table_notes(config: ServingConfig) -> list[str]:
     """The line a serving study's table carries: the latency target its goodput and slo_* columns are judged at."""
-    return [f"latency target: {slo.of_config(config).describe()} (--set slo_ttft_p99_ms=, slo_tpot_p99_ms=)"]
+    return [f"latency target (--set slo_ttft_p99_ms=, slo_tpot_p99_ms=): {slo.of_config(config).describe()}"]
 
 
 def merged(*parts: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
