@@ -56,3 +56,16 @@ def test_two_single_repeat_runs_148x_apart_are_a_change_with_no_verdict(tmp_path
     section = page.split("<h2>Changes beyond noise")[1].split("<h2>")[0]
     assert "<td class='num'>6.71</td><td class='num'>992</td><td class='num'>147.839</td>" in section
     assert section.count("no verdict (n=1)") == 2  # step_ms and tokens_per_s, each shown as the change
+
+
+def test_the_index_names_the_cheapest_gpu_per_study(tmp_path):
+    store = tmp_path / "store"
+    for day, (gpu, price, rate) in enumerate([(H200, 3.5, 7.0), ("NVIDIA L40S", 0.86, 1.0)]):
+        write_run(store / f"sdxl-{day}", "sdxl", gpu, price, DAY0 + timedelta(days=day),
+                  {"compile-b4": [{"images_per_s": rate * f} for f in (0.99, 1.0, 1.01)]}, progress=1)
+    out = tmp_path / "site"
+    site.build([str(store)], out)
+    # $0.139 per 1k images on the H200 against $0.239 on the L40S
+    cell = index_cells(out)["sdxl"]
+    assert f"cheapest per unit: {H200} (compile-b4); fastest: {H200} (compile-b4); least energy: -" in cell
+    assert f"cheapest per unit: {H200} (compile-b4)" in (out / "sdxl.html").read_text()

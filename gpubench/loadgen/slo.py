@@ -15,9 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from gpubench.loadgen.client import RequestRecord
 from gpubench.workload import MetricDef
+
+if TYPE_CHECKING:  # only its fields are read: ok, ttft_s, tpot_s, output_tokens
+    from gpubench.loadgen.client import RequestRecord
 
 TTFT_FIELD, TPOT_FIELD = "slo_ttft_p99_ms", "slo_tpot_p99_ms"  # the serving configs' fields
 

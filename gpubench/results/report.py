@@ -16,6 +16,7 @@ from types import ModuleType
 
 from gpubench import reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.loadgen import slo
 from gpubench.measure import flops
 from gpubench.registry import UnknownName
 from gpubench.results import compare, verdict
@@ -61,6 +62,7 @@ class WorkloadReport:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
+    targets: list[slo.Target] = field(default_factory=list)  # the latency targets its serving runs were judged at
 
     def published(self, row: Row, metric: str) -> reference.Published | None:
         return reference.published_for(self.spec.name, row.gpu, row.setup, metric)
@@ -119,7 +121,8 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
-    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better)
+    targets = list(dict.fromkeys(t for run in runs if (t := slo.of_config(run.started.config))))
+    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better, targets=targets)
 
 
 def config_variants(runs: list[StoredRun]) -> dict[int, str]:
@@ -326,6 +329,14 @@ def scaling_lines(report: WorkloadReport) -> list[ScalingLine]:
     return list(lines.values())
 
 
+def target_line(report: WorkloadReport) -> str:
+    """Which latency target the serving rows' goodput and slo_* columns were judged at; "" for other studies."""
+    if not report.targets:
+        return ""
+    return "Latency target: " + "; ".join(t.describe() for t in report.targets) + \
+        " (config slo_ttft_p99_ms, slo_tpot_p99_ms)"
+
+
 def markdown(reports: list[WorkloadReport]) -> str:
     out = []
     for report in reports:
@@ -335,6 +346,8 @@ def markdown(reports: list[WorkloadReport]) -> str:
         out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(cells) + " |" for cells in rows]
         out.append("")
+        if target_line(report):
+            out += [target_line(report), ""]
         if any(row.smoke for row in report.rows):
             out += [SMOKE_NOTE, ""]
         standing = standing_lines(report)

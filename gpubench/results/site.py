@@ -300,10 +300,17 @@ class StudyPage:
                  "<p><a href='index.html'>all studies</a></p>",
                  f"<h1>{html.escape(spec.name)}: {html.escape(spec.title)}</h1>",
                  f"<p class='study'>Study: {html.escape(spec.study)}</p>",
-                 "<h2>Latest run per GPU, config and price</h2>", _table(header, rows)]
+                 "<h2>Latest run per GPU, config and price</h2>",
+                 _table(header, rows, whole=_whole_reasons(header, table.rows))]
+        if report.target_line(table):
+            parts.append(f"<p>{html.escape(report.target_line(table))}</p>")
         if any(row.smoke for row in table.rows):
             parts.append(f"<p class='smoke'>{html.escape(report.SMOKE_NOTE)}</p>")
         parts += [f"<p>{html.escape(line)}</p>" for line in report.standing_lines(table)]
+        decision = decide(spec, self.runs)
+        if decision:
+            parts.append(f"<p class='decide'>Which GPU (gpubench recommend, stored prices): {html.escape(decision)}"
+                         "</p>")
         metrics = history_metrics(table)
         plots = []
         parts.append("<h2>History</h2>")
@@ -315,6 +322,10 @@ class StudyPage:
             parts.append(f"<h3>{html.escape(s.label)}</h3>")
             if not any(by_setup for _, by_setup in points):
                 parts.append("<p>No ok results to draw: see the table and the runs below.</p>")
+                continue
+            if sum(bool(by_setup) for _, by_setup in points) == 1:  # one point per line: said, not drawn
+                parts.append("<p>One run with ok results: nothing to draw over time; its numbers are in the table"
+                             " above.</p>")
                 continue
             if not (out / name).is_file():  # named by its inputs: an unchanged plot is not drawn again
                 _history_plot(out / name, [(m, units.get(m, "")) for m in metrics], points, flags)
@@ -353,9 +364,20 @@ class StudyPage:
                    "worse": sum(c.verdict == "worse" for c in last), "better": sum(c.verdict == "better" for c in last),
                    "smoke": any(r.started.smoke for r in self.runs),
                    "compared": sum(len(s.runs) > 1 for s in series), "no_verdict": len(unjudged),
+                   "decide": decision,
                    "widest": f"{widest.setup} {widest.metric} {fmt(widest.a)} -> {fmt(widest.b)} {widest.unit}"
                              if widest else ""}
         return "\n".join(parts), plots, summary
+
+
+def decide(spec, runs: list[stored_runs.StoredRun]) -> str:
+    """recommend's one line for the study (cheapest per unit; fastest; least energy), at the stored prices."""
+    from gpubench.results import recommend
+
+    try:
+        return recommend.headline(recommend.recommend(spec, runs))
+    except recommend.RecommendError:  # no cost basis, or no runs of a kind it can rank
+        return ""
 
 
 def nothing_changed(series: list[Series]) -> str:
@@ -440,10 +462,24 @@ def _head(title: str) -> str:
             "<link rel='stylesheet' href='site.css'></head><body>")
 
 
-def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), flag: int | None = None) -> str:
-    """An HTML table; cells are escaped except columns `raw` (HTML made here); column `flag` colours a verdict."""
+def _whole_reasons(header: list[str], rows: list[report.Row]) -> dict[int, tuple[int, str]]:
+    """Rows that did not run (no metrics, a reason): {row index: (status column, the whole reason)}."""
+    at = header.index("status")
+    return {i: (at, "; ".join(row.reasons) + (" (smoke run)" if row.smoke else "")) for i, row in enumerate(rows)
+            if row.status != "ok" and not row.metrics and row.reasons}
+
+
+def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), flag: int | None = None,
+           whole: dict[int, tuple[int, str]] | None = None) -> str:
+    """An HTML table; cells are escaped except columns `raw` (HTML made here); column `flag` colours a verdict;
+    `whole`: rows shown as their first cells and then one line, their whole reason, across the rest."""
     out = ["<div class='wide'><table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
-    for cells in rows:
+    for index, cells in enumerate(rows):
+        if whole and index in whole:
+            at, reason = whole[index]
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:at])
+                       + f"<td class='reason' colspan='{len(header) - at}'>{html.escape(reason)}</td></tr>")
+            continue
         tds = []
         for i, c in enumerate(cells):
             css = (f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c)
@@ -464,8 +500,9 @@ def _index(studies: dict[str, dict]) -> str:
         said, state = latest_change(s)
         rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
                      ", ".join(s["gpus"]), s["latest"],
-                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else "")])
-    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"],
-                        rows, raw=(0, 5)))
+                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else ""),
+                     s["decide"] or "-"])
+    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before",
+                         "which GPU: cheapest per unit; fastest; least energy (stored prices)"], rows, raw=(0, 5)))
     parts.append("</body></html>")
     return "\n".join(parts)
