@@ -277,7 +277,10 @@ def headline(answer: Answer) -> str:
     if tied:
         first += f", within noise of {', '.join(tied)}"
     if cheapest is None and answer.choices:
-        first = "cheapest per unit: none ranked (" + "; ".join(f"{c.gpu}: {c.standing}" for c in answer.choices) + ")"
+        few = sum(c.headline.n < 2 for c in answer.choices)
+        why = (f"each of the {few} GPU series has one repeat: no spread to rank by" if few == len(answer.choices)
+               else f"{few} of {len(answer.choices)} GPU series have one repeat, the rest no price")
+        first = f"{first.split(':')[0]}: none ranked ({why})"
     return "; ".join([first, name(answer.fastest(), "fastest"), name(answer.least_energy(), "least energy")])
 
 

@@ -33,7 +33,8 @@ LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one li
 
 STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;font-size:13px}"
          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}"
-         "td:nth-child(-n+4),th{text-align:left}td.reason{text-align:left;white-space:normal}"
+         "td:nth-child(-n+4),th{text-align:left}td.reason{text-align:left}"
+         "td.reason div{white-space:normal;max-width:60em}"
          ".wide{overflow-x:auto;max-width:100%}img{max-width:100%;margin:1em 0}nav li{margin:.1em 0}")
 TOC_FROM = 2  # studies in one report before it gets a table of contents
 
@@ -66,7 +67,8 @@ def table_rows_html(header: list[str], rows: list[list[str]], report_rows: list[
         if row.status != "ok" and not row.metrics and row.reasons:
             reason = "; ".join(row.reasons) + (" (smoke run)" if row.smoke else "")
             out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:status_at])
-                       + f"<td class='reason' colspan='{len(header) - status_at}'>{html.escape(reason)}</td></tr>")
+                       + f"<td class='reason' colspan='{len(header) - status_at}'><div>{html.escape(reason)}</div>"
+                       "</td></tr>")
         else:
             out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return out
@@ -107,7 +109,7 @@ def plots(report: WorkloadReport) -> list[tuple[str, str | None]]:
             images.append((f"{spec.name}: {metric}", _bars(report, metric)))
     if report.counts_flops:
         images.append((f"{spec.name}: achieved TFLOP/s against the datasheet peak", _flops_bars(report)))
-    serving = [row for row in report.rows if SERVING_X in row.metrics and SERVING_Y in row.metrics]
+    serving = serving_rows(report)
     if len(serving) == 1:
         row = serving[0]
         images.append((f"{spec.name}: throughput against per-user speed: one load level only ({row.label} "
@@ -185,6 +187,19 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     """The points that no other point beats on both axes (both higher is better), by x."""
     front = [p for p in points if not any(q != p and q[0] >= p[0] and q[1] >= p[1] for q in points)]
     return sorted(front)
+
+
+def serving_rows(report: WorkloadReport) -> list[Row]:
+    """The rows that are points of the serving trade-off: tokens/s per user and output tokens/s (per GPU)."""
+    return [row for row in report.rows if SERVING_X in row.metrics and SERVING_Y in row.metrics]
+
+
+def serving_curve_png(report: WorkloadReport) -> bytes:
+    """The serving trade-off curve as PNG bytes, for a page that keeps its plots as files (the site)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return base64.b64decode(_serving_curve(report))
 
 
 def _serving_curve(report: WorkloadReport) -> str:

@@ -289,6 +289,23 @@ class StudyPage:
             out.append(Series(label, runs, changes))
         return out
 
+    def _serving_curve(self, out: Path, table: report.WorkloadReport, built: Built) -> str | None:
+        """The latest runs' tokens/s per GPU against tokens/s per user (report_html's curve, the target marked),
+        drawn when its points changed; None with fewer than two points (the table holds the one)."""
+        from gpubench.results import report_html
+
+        rows = report_html.serving_rows(table)
+        if len(rows) < 2:
+            return None
+        points = [(r.label, r.setup, *(r.metrics[m].median if m in r.metrics else None for m in (
+            report_html.SERVING_X, report_html.SERVING_Y, "slo_met"))) for r in rows]
+        name = f"plots/{self.spec.name}-curve-{_hash(points, [t.describe() for t in table.targets])}.png"
+        if not (out / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(report_html.serving_curve_png(table))
+            built.plots.append(name)
+        return name
+
     def render(self, out: Path, built: Built) -> tuple[str, list[str], dict]:
         spec = self.spec
         series = self.series()
@@ -313,6 +330,10 @@ class StudyPage:
                          "</p>")
         metrics = history_metrics(table)
         plots = []
+        curve = self._serving_curve(out, table, built)
+        if curve:
+            plots.append(curve)
+            parts.append(f"<img src='{curve}' alt='output tokens/s per GPU against tokens/s per user, latest runs'>")
         parts.append("<h2>History</h2>")
         units = {m: s.unit for row in table.rows for m, s in row.metrics.items()}
         for s in series:
@@ -478,7 +499,7 @@ def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), 
         if whole and index in whole:
             at, reason = whole[index]
             out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:at])
-                       + f"<td class='reason' colspan='{len(header) - at}'>{html.escape(reason)}</td></tr>")
+                       + f"<td class='reason' colspan='{len(header) - at}'><div>{html.escape(reason)}</div></td></tr>")
             continue
         tds = []
         for i, c in enumerate(cells):
