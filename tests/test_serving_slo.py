@@ -92,3 +92,21 @@ def test_targets_default_to_mlperf_server_and_parse_from_words():
     for bad in ("fast", "ttft=500", "ttft=0,tpot=30", "ttft=500,tpot=30,x=1"):
         with pytest.raises(slo.TargetError):
             slo.parse(bad)
+
+
+def test_each_server_mode_gets_its_own_highest_load():
+    from gpubench.workloads import ollama_vs_vllm, vllm_fp8
+
+    def judged(setup, ttft, tpot):
+        return as_result(setup, {"ttft_ms_p99": ttft, "tpot_ms_p99": tpot, "output_tokens_per_s": 100.0})
+
+    fp8 = vllm_fp8.derive(vllm_fp8.Config(), [
+        judged("bf16-c1", 50, 10), judged("bf16-c8", 90, 40), judged("bf16-c32", 800, 120),
+        judged("fp8-c1", 40, 8), judged("fp8-c8", 70, 25), judged("fp8-c32", 600, 60)])
+    assert fp8["bf16-c8"]["slo_max_users"] == 8 and fp8["fp8-c32"]["slo_max_users"] == 32
+    ollama = ollama_vs_vllm.derive(ollama_vs_vllm.Config(), [  # no GSM8K pass: the load levels still count
+        judged("ollama-q4km-u1", 300, 20), judged("ollama-q4km-u4", 2500, 30), judged("vllm-bf16-u16", 200, 30)])
+    assert ollama == {"ollama-q4km-u1": {"slo_max_users": 1.0, "slo_output_tokens_per_s": 100.0,
+                                         "slo_usd_per_1M_output_tokens": pytest.approx(PRICE / 3600 / 100 * 1e6)},
+                      "vllm-bf16-u16": {"slo_max_users": 16.0, "slo_output_tokens_per_s": 100.0,
+                                        "slo_usd_per_1M_output_tokens": pytest.approx(PRICE / 3600 / 100 * 1e6)}}

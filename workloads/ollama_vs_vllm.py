@@ -107,13 +107,15 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    """Each Ollama build's GSM8K answers against vLLM bf16's; per server, the highest load that met the target."""
+    at_target = [common.sweep_at_target(config, results, {f"{server}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()}) for server in SERVERS]
     ok = common.by_setup(results)
     baseline = ok.get("vllm-bf16-gsm8k")
-    if baseline is None or "gsm8k_answers" not in baseline.info:
-        return {}
     out = {}
     for server in ("ollama-q4km", "ollama-q8"):
         other = ok.get(f"{server}-gsm8k")
-        if other is not None and "gsm8k_answers" in other.info:
+        if baseline is not None and "gsm8k_answers" in baseline.info and other is not None \
+                and "gsm8k_answers" in other.info:
             out[f"{server}-gsm8k"] = common.gsm8k_disagreement(baseline.info, other.info)
-    return out
+    return common.merged(out, *at_target)

@@ -56,7 +56,7 @@ SETUP_NOTES = {
 HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
     "gsm8k_correct", "gsm8k_accuracy", "gsm8k_wall_s", "weights_gib", "kv_cache_gib", "kv_cache_tokens",
-    "server_ready_s",
+    "server_ready_s", "slo_max_users", "slo_usd_per_1M_output_tokens",
 ]
 
 METRICS = {

@@ -95,4 +95,7 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
         off = common.value(ok.get("off-" + setup[3:]), "requests_per_s")
         if on and off:
             out[setup] = {"cost_ratio_off_vs_on": on / off}
-    return out
+    at_target = [common.sweep_at_target(config, results, {f"{mode}-{prefix}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()})
+                 for mode in ("on", "off") for prefix in ("p1000", "p4000")]
+    return common.merged(out, *at_target)
