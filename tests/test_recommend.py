@@ -117,3 +117,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     result = gpubench("recommend", *given, cwd=tmp_path)
     assert result.code == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and says in result.stderr, result.stderr
+
+
+def test_without_a_price_the_gpus_are_ranked_on_the_headline_and_it_says_so(tmp_path):
+    for gpu, rate in ((H200, 7.0), (L40S, 2.0)):
+        write_run(tmp_path / "store" / gpu[-4:], "sdxl", gpu, None, DAY0,
+                  {"compile-b4": [{"images_per_s": rate * f} for f in (0.99, 1.01)]}, progress=1)
+    result = gpubench("recommend", "sdxl", str(tmp_path / "store"), cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert f"- best images_per_s (no price to cost it): {H200} (compile-b4)" in result.stdout
+    assert [r["rank"] for r in rows(result.stdout).values()] == ["1", "2"]
+    assert rows(result.stdout)[L40S]["cost (USD/1k images)"] == "-"

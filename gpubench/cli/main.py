@@ -496,8 +496,8 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
         if run.started.smoke:
             click.echo(f"gpubench: {run.path} is a smoke run ({SMOKE_BANNER})", err=True)
     if any(row.n < 2 for row in rows):
-        click.echo("gpubench: n=1 (one repeat) on a side: no spread is known, so a difference past the floor gets "
-                   "no verdict; run --repeats 3 or more to judge it", err=True)
+        click.echo("gpubench: n=1 (one repeat) on a side: no spread is known, so any difference gets no verdict"
+                   " (never within noise); run --repeats 3 or more to judge it", err=True)
     click.echo(f"| setup | metric | A | B | B/A | verdict (noise ±{noise:.0%} or 2 CV) |\n|---|---|---|---|---|---|")
     for row in rows:
         if show_all or row.verdict != "within noise":

@@ -273,12 +273,15 @@ def headline(answer: Answer) -> str:
 
     cheapest = answer.cheapest()
     tied = [c.gpu for c in answer.ranked if cheapest and c.rank == cheapest.rank and c is not cheapest]
-    first = name(cheapest, "cheapest per unit" if answer.on_cost else f"best {answer.metric}")
+    costed = cheapest is None or cheapest.cost is not None
+    first = name(cheapest, "cheapest per unit" if answer.on_cost and costed else
+                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"))
     if tied:
         first += f", within noise of {', '.join(tied)}"
     if cheapest is None and answer.choices:
         few = sum(c.headline.n < 2 for c in answer.choices)
-        why = (f"each of the {few} GPU series has one repeat: no spread to rank by" if few == len(answer.choices)
+        every = "its one GPU series has" if few == 1 else f"each of the {few} GPU series has"
+        why = (f"{every} one repeat: no spread to rank by" if few == len(answer.choices)
                else f"{few} of {len(answer.choices)} GPU series have one repeat, the rest no price")
         first = f"{first.split(':')[0]}: none ranked ({why})"
     return "; ".join([first, name(answer.fastest(), "fastest"), name(answer.least_energy(), "least energy")])
