@@ -128,3 +128,16 @@ def test_without_a_price_the_gpus_are_ranked_on_the_headline_and_it_says_so(tmp_
     assert f"- best images_per_s (no price to cost it): {H200} (compile-b4)" in result.stdout
     assert [r["rank"] for r in rows(result.stdout).values()] == ["1", "2"]
     assert rows(result.stdout)[L40S]["cost (USD/1k images)"] == "-"
+
+
+def test_a_seconds_headline_picks_and_ranks_the_fewest_seconds(tmp_path):
+    # cold-start's cost basis is total_s (seconds per start): lower is better, for the setup and for the rank
+    for gpu, warm, evicted in ((H200, 16.0, 24.0), (L40S, 30.0, 40.0)):
+        write_run(tmp_path / "store" / gpu[-4:], "cold-start", gpu, None, DAY0, {
+            "cache-warm": [{"total_s": warm * f} for f in (0.99, 1.01)],
+            "cache-evicted": [{"total_s": evicted * f} for f in (0.99, 1.01)]}, progress=1)
+    result = gpubench("recommend", "cold-start", str(tmp_path / "store"), cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    found = rows(result.stdout)
+    assert list(found) == [H200, L40S] and {r["setup"] for r in found.values()} == {"cache-warm"}
+    assert f"fastest: {H200} (cache-warm)" in result.stdout

@@ -51,7 +51,7 @@ def test_two_single_repeat_runs_148x_apart_are_a_change_with_no_verdict(tmp_path
     out = build(tmp_path)
     cell = index_cells(out)["train-compile"]
     assert "within noise" not in cell
-    assert "2 no verdict (n=1), widest compile-sdpa step_ms 6.71 -&gt; 992 ms" in cell
+    assert "2 no verdict (n=1), widest compile-sdpa tokens_per_s 1,220,864 -&gt; 8,258 tokens/s" in cell
     page = (out / "train-compile.html").read_text()
     section = page.split("<h2>Changes beyond noise")[1].split("<h2>")[0]
     assert "<td class='num'>6.71</td><td class='num'>992</td><td class='num'>147.839</td>" in section

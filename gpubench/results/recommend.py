@@ -136,6 +136,8 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
         raise RecommendError(f"--metric {metric}: not in the {spec.name} runs; valid: {', '.join(reported)}")
     if target is not None and "ttft_ms_p99" not in reported:
         raise RecommendError(f"--slo: {spec.name} is not a serving study (no ttft_ms_p99 in its runs)")
+    better = next((r.metrics[metric].better for run in mine for r in run.results if metric in r.metrics
+                   and r.metrics[metric].better), None) or ("lower" if basis and basis.kind == "seconds" else "higher")
     variant = report.config_variants(mine)
     groups: dict[tuple[str, str], list[StoredRun]] = {}
     for run in mine:
@@ -143,13 +145,11 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     choices = []
     for (gpu, config), group in sorted(groups.items()):
         label = f"{gpu} ({config})" if config else gpu
-        choice = _best_setup(spec, label, group, metric, target, current_prices)
+        choice = _best_setup(spec, label, group, metric, better, target, current_prices)
         if choice is not None:
             choice.smoke = smoke
             choices.append(choice)
     prices = prices_said or "prices as stored with the runs"
-    better = next((r.metrics[metric].better for run in mine for r in run.results if metric in r.metrics
-                   and r.metrics[metric].better), None) or ("lower" if basis and basis.kind == "seconds" else "higher")
     answer = Answer(spec, metric, basis.unit if basis else "", choices, prices, target, smoke, better)
     _rank(answer)
     if smoke:
@@ -158,8 +158,8 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     return answer
 
 
-def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: str, target: slo.Target | None,
-                current_prices: dict[str, float] | None) -> Choice | None:
+def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: str, better: str,
+                target: slo.Target | None, current_prices: dict[str, float] | None) -> Choice | None:
     """This GPU's setup with the lowest cost per unit (or best metric, unpriced), its repeats pooled over runs."""
     from gpubench import pricing
 
@@ -196,7 +196,7 @@ def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: s
         return None
     if all(c.cost is not None for c in candidates):
         return min(candidates, key=lambda c: c.cost)
-    return max(candidates, key=lambda c: c.headline.median)
+    return (max if better == "higher" else min)(candidates, key=lambda c: c.headline.median)
 
 
 def _meets(rows, target: slo.Target) -> bool:

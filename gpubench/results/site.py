@@ -379,7 +379,8 @@ class StudyPage:
         parts.append("</body></html>")
         last = [c for s in series if s.changes for c in s.changes[-1][1]]
         unjudged = [c for c in last if c.verdict == compare.NO_SPREAD]
-        widest = max(unjudged, key=lambda c: abs(_log_ratio(c)), default=None)
+        headline = [c for c in unjudged if spec.cost and c.metric == spec.cost.metric] or unjudged
+        widest = max(headline, key=lambda c: abs(_log_ratio(c)), default=None)  # the cost basis's, where it moved
         summary = {"title": spec.title, "runs": len(self.runs), "gpus": sorted({r.gpu for r in self.runs}),
                    "series": [s.label for s in series], "latest": self.runs[-1].started.ts[:16].replace("T", " "),
                    "worse": sum(c.verdict == "worse" for c in last), "better": sum(c.verdict == "better" for c in last),
@@ -504,7 +505,7 @@ def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), 
         tds = []
         for i, c in enumerate(cells):
             css = (f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c)
-                   else " class='long'" if len(c) > 40 and i not in raw else "")
+                   else " class='long'" if len(re.sub(r"<[^>]+>", "", c)) > 40 else "")
             tds.append(f"<td{css}>{c if i in raw else html.escape(c)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</table></div>")
