@@ -135,11 +135,12 @@ class Runner:
         req = self.request
         header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
-        notes += getattr(module, "table_notes", lambda config: [])(req.config)  # e.g. the latency target used
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
         why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
+        for note in getattr(module, "table_notes", lambda config: [])(req.config):  # e.g. the latency target used
+            why += f"> {note}\n\n"
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
         self._print(f"{why}{text}".rstrip("\n"))
