@@ -100,6 +100,8 @@ def test_a_latency_target_keeps_only_the_load_levels_that_met_it(tmp_path):
     assert plain.code == at_target.code == 0, plain.stderr + at_target.stderr
     assert rows(plain.stdout)[H200]["setup"] == "c32" and rows(at_target.stdout)[H200]["setup"] == "c8"
     assert "latency target: p99 TTFT <= 2,000 ms and p99 TPOT <= 100 ms" in at_target.stdout
+    strict = gpubench("recommend", "vllm-serving", str(tmp_path / "store"), "--slo", "ttft=50,tpot=10", cwd=tmp_path)
+    assert strict.code == 0 and f"no load level met the latency target on: {H200}" in strict.stdout
 
 
 @pytest.mark.parametrize("args, says", [

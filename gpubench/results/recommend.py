@@ -3,7 +3,7 @@
 Per GPU (and config, where runs differ in it): the setup that gives that GPU its lowest cost per unit (with `--slo`,
 among the serving load levels whose p99 TTFT and TPOT met the target), its repeats pooled over runs. Cost per unit
 is the catalog's cost basis (gpubench/catalog.py) of the headline's median at the GPU's price: current prices when
-given (the Runcrate API's /instances/types), else the price its runs were costed at. The spread is the headline's
+given (the Runcrate API's /instances/types), else the price its latest run was costed at. The spread is the headline's
 min-max over repeats, as cost. Two GPUs tie ("within noise") by compare.py's rule, max(5%, 2 x CV); a GPU with one
 repeat has no spread to judge by and is not ranked ("too few runs to rank"). Energy per unit is the `j_per_*` metric
 the runner adds where the GPU had an energy source; "-" where it has none. The verdict is what bounded that setup.
@@ -11,7 +11,6 @@ the runner adds where the GPU had an energy source; "-" where it has none. The v
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from gpubench.catalog import WORKLOADS, WorkloadSpec
@@ -23,7 +22,6 @@ from gpubench.results.summary import fmt
 from gpubench.schema import MetricSummary, summarize
 
 ENERGY_PREFIX = "j_per_"  # the runner's joules per unit (gpubench/measure/energy.py)
-LOAD_LEVEL_USERS = re.compile(r"(?:^|-)[cu](\d+)$")  # c64, bf16-c64, ollama-q4km-u16
 
 
 class RecommendError(ValueError):
@@ -44,14 +42,8 @@ class Choice:
     energy: MetricSummary | None = None
     energy_unit: str = ""
     verdict: str = ""
-    runs: int = 0
-    smoke: bool = False
     standing: str = ""  # "1", "within noise of 1", "2", "too few runs to rank (n=1)", "no price"
     rank: int | None = None
-
-    @property
-    def noise(self) -> float:
-        return compare.noise(self.headline)
 
 
 @dataclass
@@ -142,16 +134,19 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     groups: dict[tuple[str, str], list[StoredRun]] = {}
     for run in mine:
         groups.setdefault((run.gpu, variant[id(run)]), []).append(run)
-    choices = []
+    choices, missed = [], []
     for (gpu, config), group in sorted(groups.items()):
         label = f"{gpu} ({config})" if config else gpu
         choice = _best_setup(spec, label, group, metric, better, target, current_prices)
         if choice is not None:
-            choice.smoke = smoke
             choices.append(choice)
+        elif target is not None:
+            missed.append(label)
     prices = prices_said or "prices as stored with the runs"
     answer = Answer(spec, metric, basis.unit if basis else "", choices, prices, target, smoke, better)
     _rank(answer)
+    if missed:
+        answer.notes.append(f"no load level met the latency target on: {', '.join(missed)}")
     if smoke:
         answer.notes.append(f"only --smoke runs of {spec.name}: they test the code path at a tiny size;"
                             " not a benchmark")
@@ -184,7 +179,6 @@ def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: s
             continue
         headline = summarize(next(r.metrics[metric].unit for r in rows if metric in r.metrics), values)
         choice = Choice(gpu=label, setup=setup, headline=headline, price=price, price_source=source,
-                        runs=len({id(run) for run, r in results if r.setup == setup}),
                         verdict=verdict.per_setup(rows).get(setup, ""))
         _cost(spec, choice, metric)
         energy = [(name, r.metrics[name]) for r in rows for name in r.metrics if name.startswith(ENERGY_PREFIX)]
