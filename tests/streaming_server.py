@@ -12,8 +12,10 @@ never accumulates; the last token's chunk has the finish reason, then a usage ch
 It emits max_tokens tokens when the request sets ignore_eos, else min(max_tokens, --eos-after).
 Faults on demand: --fail-every K answers HTTP 500 to every K-th request, --usage-extra D reports D
 more completion tokens than it sent, --no-usage leaves usage out, --drop-reused closes a kept-alive
-connection when a second request comes on it, unanswered (an idle-timeout race). --replies FILE (a JSON list of
-[needle, reply]) streams `reply` word by word to a prompt containing `needle`.
+connection when a second request comes on it, unanswered (an idle-timeout race). --max-streams S streams at most S
+answers at once, a server's batch limit: a request past it waits, first come first served, until one ends, then its
+TTFT starts (its TTFT from arrival includes the wait, so latency grows with load in a way known by hand).
+--replies FILE (a JSON list of [needle, reply]) streams `reply` word by word to a prompt containing `needle`.
 GET /stats: what the server actually did, timed on the same monotonic clock as its deadlines: median
 TTFT (request read -> first token written), gap between tokens and time per output token, in ms.
 Timers fire up to ~1 ms late (epoll rounds its timeout up to whole ms) and later under load, so
@@ -45,6 +47,7 @@ class Server:
         self.dropped = 0
         self.in_flight = self.max_in_flight = 0
         self.pending: collections.deque = collections.deque()
+        self.waiting: collections.deque = collections.deque()  # requests past --max-streams, in arrival order
         self.ttft_ms: list[float] = []
         self.gaps_ms: list[float] = []
         self.tpot_ms: list[float] = []
@@ -72,9 +75,19 @@ class Server:
         self.requests += 1
         if self.args.fail_every and self.requests % self.args.fail_every == 0:
             return conn.send_json(500, {"error": {"message": "injected failure", "code": 500}})
-        self.stream(conn, path.endswith("/chat/completions"), json.loads(body), arrived)
+        request = (conn, path.endswith("/chat/completions"), json.loads(body), arrived)
+        if self.args.max_streams and self.in_flight >= self.args.max_streams:
+            self.waiting.append(request)
+            return
+        self.stream(*request)
 
-    def stream(self, conn: HttpConnection, chat: bool, body: dict, arrived: float) -> None:
+    def ended(self) -> None:
+        self.in_flight -= 1
+        if self.waiting:
+            self.stream(*self.waiting.popleft(), started=asyncio.get_running_loop().time())
+
+    def stream(self, conn: HttpConnection, chat: bool, body: dict, arrived: float,
+               started: float | None = None) -> None:
         args, loop = self.args, asyncio.get_running_loop()
         if chat:
             prompt_text = " ".join(m.get("content") or "" for m in body.get("messages", []))
@@ -113,7 +126,7 @@ class Server:
         if chat:  # the role-only opening chunk, at once: it is not a token
             conn.send_chunk(event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                                 "finish_reason": None}]}))
-        first = arrived + args.ttft_ms / 1e3
+        first = (arrived if started is None else started) + args.ttft_ms / 1e3
         written: list[float] = []
 
         frames = [token(k, piece) for k, piece in enumerate(pieces)]  # built now: a timer only writes
@@ -126,15 +139,15 @@ class Server:
                 return
             conn.send_chunk(tail)
             conn.end_stream()
-            self.in_flight -= 1
             self.record(arrived, written)
+            self.ended()
 
         if pieces:
             loop.call_at(first, write, 0)
         if not pieces:
             conn.send_chunk(tail)
             conn.end_stream()
-            self.in_flight -= 1
+            self.ended()
 
     def record(self, arrived: float, written: list[float]) -> None:
         self.ttft_ms.append((written[0] - arrived) * 1e3)
@@ -219,6 +232,7 @@ def parse_args(argv=None):
     parser.add_argument("--no-usage", action="store_true")
     parser.add_argument("--drop-reused", action="store_true")
     parser.add_argument("--replies", default=None)
+    parser.add_argument("--max-streams", type=int, default=0, help="answers streamed at once (0: no limit)")
     return parser.parse_args(argv)
 
 

@@ -45,7 +45,7 @@ def test_the_page_embeds_its_plots_and_needs_no_network(tmp_path):
     # train-compile: throughput, cost and ... ; vllm-serving: its cost basis, cost, the trade-off curve
     assert len(images) >= 4 and all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
     assert "http://" not in html and "https://" not in html
-    assert "<td>vllm-serving</td>" not in html and "<h2>vllm-serving: " in html
+    assert "<td>vllm-serving</td>" not in html and "<h2 id='vllm-serving'>vllm-serving: " in html
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's chromium)")

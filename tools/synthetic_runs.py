@@ -34,8 +34,10 @@ START = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: datetime,
-              values: dict[str, list[dict[str, float]]], progress: int = 10, smoke: bool = False) -> Path:
-    """One synthetic run folder; values: {setup: [{metric: value} per repeat]}, units as the workload declares."""
+              values: dict[str, list[dict[str, float]]], progress: int = 10, smoke: bool = False,
+              info: dict[str, dict] | None = None) -> Path:
+    """One synthetic run folder; values: {setup: [{metric: value} per repeat]}, units as the workload declares;
+    info: {setup: the info of each of its results} (a verdict, say)."""
     spec = WORKLOADS.get(workload)
     declared = getattr(load_module(spec), "METRICS", {})
     run_id = f"{workload}-{when:%Y%m%dT%H%M%SZ}-{hashlib.sha256(str(folder).encode()).hexdigest()[:6]}"
@@ -50,7 +52,8 @@ def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: 
         for repeat, metrics in enumerate(repeats, 1):
             records += [Progress(run_id=run_id, ts=ts, phase="timed", setup=setup, repeat=repeat, done=i,
                                  total=progress) for i in range(progress)]
-            result = SetupResult(run_id=run_id, ts=ts, setup=setup, repeat=repeat, status="ok", metrics={
+            result = SetupResult(run_id=run_id, ts=ts, setup=setup, repeat=repeat, status="ok",
+                                 info=dict((info or {}).get(setup, {})), metrics={
                 name: Metric(value=value, unit=declared[name].unit if name in declared else "",
                              better=declared[name].better if name in declared else None)
                 for name, value in metrics.items()})

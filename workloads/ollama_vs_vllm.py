@@ -74,6 +74,9 @@ HEADLINE = [  # the post's table columns, in its order
 METRICS = {**common.METRICS_COMMON, **common.DISAGREEMENT_METRICS}
 
 
+table_notes = common.table_notes
+
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config) if SETUPS[setup][0] == "vllm-bf16" else []
 
@@ -99,17 +102,20 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, requests = level
     return common.measure_load(ctx.session, ctx, endpoint="chat", users=users,
                                requests=common.capped(config, requests), prompts=PROMPTS,
-                               output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0})
+                               output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0},
+                               target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    """Each Ollama build's GSM8K answers against vLLM bf16's; per server, the highest load that met the target."""
+    at_target = [common.sweep_at_target(config, results, {f"{server}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()}) for server in SERVERS]
     ok = common.by_setup(results)
     baseline = ok.get("vllm-bf16-gsm8k")
-    if baseline is None or "gsm8k_answers" not in baseline.info:
-        return {}
     out = {}
     for server in ("ollama-q4km", "ollama-q8"):
         other = ok.get(f"{server}-gsm8k")
-        if other is not None and "gsm8k_answers" in other.info:
+        if baseline is not None and "gsm8k_answers" in baseline.info and other is not None \
+                and "gsm8k_answers" in other.info:
             out[f"{server}-gsm8k"] = common.gsm8k_disagreement(baseline.info, other.info)
-    return out
+    return common.merged(out, *at_target)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpubench.config_fields import param
+from gpubench.loadgen import slo
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
 from gpubench.loadgen.metrics import LOAD_METRICS
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
@@ -47,7 +48,7 @@ SERVER_METRICS: dict[str, MetricDef] = {
                                " context) over"
                                " the mean TPOT; a lower bound of the traffic; inputs in info['bandwidth']"),
 }
-METRICS_COMMON = {**LOAD_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
+METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
 
 
 @dataclass
@@ -67,6 +68,10 @@ class ServingConfig:
     ready_timeout_s: float = param(1200.0, "how long the server may take to answer /v1/models", min=1)
     max_requests: int = param(0, ">0 caps every load setup's request count (smoke); 0: the study's counts", min=0)
     gsm8k_questions: int = param(0, "GSM8K questions scored; 0: the study's count", min=0)
+    slo_ttft_p99_ms: float = param(slo.preset("server").ttft_ms, "latency target: p99 time to first token, ms"
+                                   " (MLPerf Llama-3.1-8B Server; its interactive target is 500)", min=0.001)
+    slo_tpot_p99_ms: float = param(slo.preset("server").tpot_ms, "latency target: p99 time per output token, ms"
+                                   " (MLPerf Llama-3.1-8B Server; its interactive target is 30)", min=0.001)
 
 
 def weights_for(config: ServingConfig) -> list[str]:
@@ -198,8 +203,10 @@ def capped(config: ServingConfig, requests: int) -> int:
     return min(requests, config.max_requests) if config.max_requests else requests
 
 
-def measure_load(session: Session, ctx: SetupContext, **spec_fields) -> dict[str, float]:
-    """One timed load (LoadSpec fields) against the session's server, with its /metrics deltas."""
+def measure_load(session: Session, ctx: SetupContext, target: slo.Target | None = None,
+                 **spec_fields) -> dict[str, float]:
+    """One timed load (LoadSpec fields) against the session's server, with its /metrics deltas, and its goodput
+    and verdict at the latency target when one is given."""
     from gpubench.loadgen.run import run_load
     from gpubench.loadgen.spec import LoadSpec
 
@@ -217,6 +224,9 @@ def measure_load(session: Session, ctx: SetupContext, **spec_fields) -> dict[str
         metrics.update(server_prompt_tokens=delta["prompt_tokens"],
                        server_generation_tokens=delta.get("generation_tokens", 0.0))
     ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"})
+    if target is not None:
+        metrics.update(slo.level_metrics(run.records, run.duration_s, metrics, target))
+        ctx.info["slo_target"] = target.describe()
     if session.kind == "vllm":
         metrics.update(decode_bandwidth(run.records, metrics, session.facts, ctx.info))
     else:
@@ -329,6 +339,28 @@ DISAGREEMENT_METRICS = {
         "questions", None, "questions the baseline got right and this setup wrong"),
     "gsm8k_only_this_correct": MetricDef("questions", None, "questions this setup got right and the baseline wrong"),
 }
+
+
+def sweep_at_target(config: ServingConfig, results, levels: dict[str, int]) -> dict[str, dict[str, float]]:
+    """slo.sweep over one server mode's load levels ({setup: users}) among a repeat's ok results."""
+    ok = by_setup(results)
+    found = [slo.Level(setup, users, {name: m.value for name, m in ok[setup].metrics.items()})
+             for setup, users in levels.items() if setup in ok]
+    return slo.sweep(found, slo.of_config(config))
+
+
+def table_notes(config: ServingConfig) -> list[str]:
+    """The line a serving study's table carries: the latency target its goodput and slo_* columns are judged at."""
+    return [f"latency target (--set slo_ttft_p99_ms=, slo_tpot_p99_ms=): {slo.of_config(config).describe()}"]
+
+
+def merged(*parts: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Several derive answers as one: a setup's metrics from each."""
+    out: dict[str, dict[str, float]] = {}
+    for part in parts:
+        for setup, values in part.items():
+            out.setdefault(setup, {}).update(values)
+    return out
 
 
 def by_setup(results) -> dict[str, Any]:

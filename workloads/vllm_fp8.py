@@ -56,7 +56,7 @@ SETUP_NOTES = {
 HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
     "gsm8k_correct", "gsm8k_accuracy", "gsm8k_wall_s", "weights_gib", "kv_cache_gib", "kv_cache_tokens",
-    "server_ready_s",
+    "server_ready_s", "slo_max_users", "slo_usd_per_1M_output_tokens",
 ]
 
 METRICS = {
@@ -66,6 +66,9 @@ METRICS = {
     "fp8_speedup_per_user_tokens_per_s": MetricDef(
         "x", "higher", "FP8 per-user tokens/s over bf16's at the same concurrency"),
 }
+
+
+table_notes = common.table_notes
 
 
 def weights_for(setup: str, config: Config) -> list[str]:
@@ -89,10 +92,14 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, prompts = level
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, prompts), input_tokens=config.input_tokens,
-                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed)
+                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed,
+                               target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    """FP8 against bf16 per level and on GSM8K; per precision, the highest level that met the latency target."""
+    at_target = [common.sweep_at_target(config, results, {f"{mode}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()}) for mode in ("bf16", "fp8")]
     ok = common.by_setup(results)
     out: dict[str, dict[str, float]] = {}
     for name in LEVELS:
@@ -104,4 +111,4 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
     bf16, fp8 = ok.get("bf16-gsm8k"), ok.get("fp8-gsm8k")
     if bf16 and fp8 and "gsm8k_answers" in bf16.info and "gsm8k_answers" in fp8.info:
         out["fp8-gsm8k"] = common.gsm8k_disagreement(bf16.info, fp8.info)
-    return out
+    return common.merged(out, *at_target)

@@ -59,6 +59,9 @@ METRICS = {
 }
 
 
+table_notes = common.table_notes
+
+
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config)
 
@@ -79,7 +82,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, requests), prefix_tokens=prefix_tokens,
                                input_tokens=config.unique_tokens, output_tokens=config.output_tokens,
-                               ignore_eos=True, seed=prefix_tokens + users)
+                               ignore_eos=True, seed=prefix_tokens + users, target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:
@@ -92,4 +95,7 @@ def derive(config: Config, results) -> dict[str, dict[str, float]]:
         off = common.value(ok.get("off-" + setup[3:]), "requests_per_s")
         if on and off:
             out[setup] = {"cost_ratio_off_vs_on": on / off}
-    return out
+    at_target = [common.sweep_at_target(config, results, {f"{mode}-{prefix}-{name}": users for name, (users, _) in
+                                                           LEVELS.items()})
+                 for mode in ("on", "off") for prefix in ("p1000", "p4000")]
+    return common.merged(out, *at_target)

@@ -4,7 +4,9 @@ Study: vLLM 0.11.0, --dtype bfloat16 --max-model-len 4096 --gpu-memory-utilizati
 default; `vllm bench serve` random prompts, 512 tokens in and exactly 256 out (--ignore-eos), concurrency
 1, 8, 32 and 64 (16, 64, 192 and 320 prompts), seed 42, client on the same machine. One server for the
 four levels; its time to ready and the first chat reply are reported with c1. Cost per 1M output tokens
-comes from output_tokens_per_s and the hourly price (the catalog's cost basis).
+comes from output_tokens_per_s and the hourly price (the catalog's cost basis). Each level is judged at the latency
+target (config slo_ttft_p99_ms, slo_tpot_p99_ms: MLPerf's Llama-3.1-8B Server values by default): goodput, and
+the highest level that met it, with its cost per 1M tokens (gpubench/loadgen/slo.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ SMOKE = {"model_shape": "tiny", "enforce_eager": True, "cpu_kvcache_gib": 1, "ma
 
 HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
-    "server_ready_s", "first_chat_reply_s",
+    "server_ready_s", "first_chat_reply_s", "goodput_tokens_per_s", "slo_met", "slo_max_users",
+    "slo_usd_per_1M_output_tokens",
 ]
 
 METRICS = common.METRICS_COMMON
@@ -44,6 +47,9 @@ SETUPS = {"c1": (1, 16), "c8": (8, 64), "c32": (32, 192), "c64": (64, 320)}  # c
 
 SETUP_NOTES = {name: f"vLLM, {users} concurrent requests, {prompts} prompts" for name, (users, prompts) in
                SETUPS.items()}
+
+table_notes = common.table_notes
+
 
 def weights_for(setup: str, config: Config) -> list[str]:
     return common.weights_for(config)
@@ -61,4 +67,10 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, prompts = SETUPS[setup]
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, prompts), input_tokens=config.input_tokens,
-                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed)
+                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed,
+                               target=common.slo.of_config(config))
+
+
+def derive(config: Config, results) -> dict[str, dict[str, float]]:
+    """The highest concurrency that met the latency target, and its throughput and cost there."""
+    return common.sweep_at_target(config, results, {setup: users for setup, (users, _) in SETUPS.items()})

@@ -446,6 +446,20 @@ def site(sources, out) -> None:
 
 
 @cli.command()
+@click.argument("study")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--metric", default=None, help="Rank on this metric instead of cost per unit of the study's headline.")
+@click.option("--slo", default=None, metavar="TARGET",
+              help="Serving studies: only load levels that met this latency target count: server (MLPerf 8B,"
+                   " p99 TTFT 2000 / TPOT 100 ms), interactive (500 / 30) or ttft=MS,tpot=MS.")
+def recommend(study, sources, metric, slo) -> None:
+    """Which GPU to rent for STUDY, from stored runs (folders or s3://bucket/prefix): cost per unit, ties, energy."""
+    from gpubench.cli.recommend import run
+
+    run(study, list(sources), metric, slo)
+
+
+@cli.command()
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",
@@ -482,8 +496,8 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
         if run.started.smoke:
             click.echo(f"gpubench: {run.path} is a smoke run ({SMOKE_BANNER})", err=True)
     if any(row.n < 2 for row in rows):
-        click.echo("gpubench: n=1 (one repeat) on a side: no spread is known, so a difference past the floor gets "
-                   "no verdict; run --repeats 3 or more to judge it", err=True)
+        click.echo("gpubench: n=1 (one repeat) on a side: no spread is known, so any difference gets no verdict"
+                   " (never within noise); run --repeats 3 or more to judge it", err=True)
     click.echo(f"| setup | metric | A | B | B/A | verdict (noise ±{noise:.0%} or 2 CV) |\n|---|---|---|---|---|---|")
     for row in rows:
         if show_all or row.verdict != "within noise":

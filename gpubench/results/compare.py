@@ -3,7 +3,8 @@
 Noise is what the runs measured: a difference counts only when it exceeds twice the larger CV of the
 two (over their repeats), and never less than the floor (`--noise`, default 5%: single runs carry no
 spread of their own, and the studies call differences under 5 to 10% noise). With one repeat on either side
-(n=1) no spread is known: a difference past the floor is "no verdict (n=1)", never better or worse.
+(n=1) no spread is known: any difference is shown as it is, "no verdict (n=1)", never better, worse or within noise
+(nothing was measured to say what noise is); only equal numbers are "within noise".
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def compare(a: StoredRun, b: StoredRun, floor: float = NOISE_FLOOR) -> list[Row]
             gap = noise(ma, mb, floor=floor)
             said = verdict(ma.median, mb.median, gap, directions.get(name))
             n = min(ma.n, mb.n)
-            if n < 2 and said != "within noise":
+            if n < 2 and ma.median != mb.median:
                 said = NO_SPREAD
             rows.append(Row(sa.setup, name, ma.unit, ma.median, mb.median, gap, said, n, directions.get(name)))
     return rows

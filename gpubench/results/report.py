@@ -16,6 +16,7 @@ from types import ModuleType
 
 from gpubench import reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.loadgen import slo
 from gpubench.measure import flops
 from gpubench.registry import UnknownName
 from gpubench.results import compare, verdict
@@ -61,6 +62,7 @@ class WorkloadReport:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
+    targets: list[slo.Target] = field(default_factory=list)  # the latency targets its serving runs were judged at
 
     def published(self, row: Row, metric: str) -> reference.Published | None:
         return reference.published_for(self.spec.name, row.gpu, row.setup, metric)
@@ -119,7 +121,8 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
-    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better)
+    targets = list(dict.fromkeys(t for run in runs if (t := slo.of_config(run.started.config))))
+    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better, targets=targets)
 
 
 def config_variants(runs: list[StoredRun]) -> dict[int, str]:
@@ -234,6 +237,7 @@ class Standing:
     runner_up: Row
     noise: float
     beyond_noise: bool
+    judged: bool = True  # both sides have a spread (n >= 2): else the gap is shown with no verdict
 
 
 def ranked_metric(report: WorkloadReport) -> str | None:
@@ -256,7 +260,8 @@ def standings(report: WorkloadReport) -> list[Standing]:
         best, second = rows[0].metrics[metric], rival.metrics[metric]
         gap = compare.noise(best, second)
         beyond = compare.verdict(second.median, best.median, gap, report.better[metric]) == "better"
-        out.append(Standing(setup, rows[0], rival, gap, beyond))
+        judged = min(best.n, second.n) >= 2 or best.median == second.median
+        out.append(Standing(setup, rows[0], rival, gap, beyond and judged, judged))
     return out
 
 
@@ -271,7 +276,11 @@ def standing_lines(report: WorkloadReport) -> list[str]:
              "noise is no win):"]
     for s in found:
         best, second = s.best.metrics[metric].median, s.runner_up.metrics[metric].median
-        if s.beyond_noise:
+        if not s.judged:
+            apart = abs(best / second - 1) if second else 0.0
+            lines.append(f"- {s.setup}: {compare.NO_SPREAD}: {s.best.label} {fmt(best)}, {s.runner_up.label} "
+                         f"{fmt(second)} {unit} ({apart:.1%} apart; one repeat on a side, no spread to judge by)")
+        elif s.beyond_noise:
             lines.append(f"- {s.setup}: {s.best.label}, {fmt(best)} against {fmt(second)} {unit} on "
                          f"{s.runner_up.label}")
         else:
@@ -320,6 +329,14 @@ def scaling_lines(report: WorkloadReport) -> list[ScalingLine]:
     return list(lines.values())
 
 
+def target_line(report: WorkloadReport) -> str:
+    """Which latency target the serving rows' goodput and slo_* columns were judged at; "" for other studies."""
+    if not report.targets:
+        return ""
+    return "Latency target: " + "; ".join(t.describe() for t in report.targets) + \
+        " (config slo_ttft_p99_ms, slo_tpot_p99_ms)"
+
+
 def markdown(reports: list[WorkloadReport]) -> str:
     out = []
     for report in reports:
@@ -329,6 +346,8 @@ def markdown(reports: list[WorkloadReport]) -> str:
         out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(cells) + " |" for cells in rows]
         out.append("")
+        if target_line(report):
+            out += [target_line(report), ""]
         if any(row.smoke for row in report.rows):
             out += [SMOKE_NOTE, ""]
         standing = standing_lines(report)

@@ -24,34 +24,66 @@ from gpubench.results.report import (
     scaling_lines,
     standing_lines,
     table,
+    target_line,
 )
 
 SERVING_X, SERVING_Y = "per_user_tokens_per_s", "output_tokens_per_s"
 LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one line per server mode
 
 
+STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;font-size:13px}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}"
+         "td:nth-child(-n+4),th{text-align:left}td.reason{text-align:left}"
+         "td.reason div{white-space:normal;max-width:60em}"
+         ".wide{overflow-x:auto;max-width:100%}img{max-width:100%;margin:1em 0}nav li{margin:.1em 0}")
+TOC_FROM = 2  # studies in one report before it gets a table of contents
+
+
 def render(reports: list[WorkloadReport], title: str = "gpubench report") -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;"
-             "font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
-             "td:nth-child(-n+4),th{text-align:left}img{max-width:100%;margin:1em 0}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>"]
+             f"<style>{STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>"]
+    if len(reports) >= TOC_FROM:
+        parts.append("<nav><h2>Contents</h2><ul>" + "".join(
+            f"<li><a href='#{html.escape(r.spec.name)}'>{html.escape(r.spec.name)}</a>: {html.escape(r.spec.title)}"
+            "</li>" for r in reports) + "</ul></nav>")
     for report in reports:
         parts.append(_table_html(report))
         for caption, image in plots(report):
+            if image is None:  # one point: said, not drawn on a near-empty axis
+                parts.append(f"<p class='single'>{html.escape(caption)}</p>")
+                continue
             parts.append(f"<img alt='{html.escape(caption)}' title='{html.escape(caption)}' "
                          f"src='data:image/png;base64,{image}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
+def table_rows_html(header: list[str], rows: list[list[str]], report_rows: list[Row]) -> list[str]:
+    """Table rows; a row that did not run (skipped, failed: no metrics) is one line: its labels, then its whole
+    reason across the metric columns instead of a row of empty cells and a shortened reason."""
+    status_at = header.index("status")
+    out = []
+    for cells, row in zip(rows, report_rows, strict=True):
+        if row.status != "ok" and not row.metrics and row.reasons:
+            reason = "; ".join(row.reasons) + (" (smoke run)" if row.smoke else "")
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:status_at])
+                       + f"<td class='reason' colspan='{len(header) - status_at}'><div>{html.escape(reason)}</div>"
+                       "</td></tr>")
+        else:
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return out
+
+
 def _table_html(report: WorkloadReport) -> str:
     spec = report.spec
     header, rows = table(report)
-    out = [f"<h2>{html.escape(f'{spec.name}: {spec.title}')}</h2>", f"<p>Study: {html.escape(spec.study)}</p>",
-           "<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>" for cells in rows]
-    out.append("</table>")
+    out = [f"<h2 id='{html.escape(spec.name)}'>{html.escape(f'{spec.name}: {spec.title}')}</h2>",
+           f"<p>Study: {html.escape(spec.study)}</p>",
+           "<div class='wide'><table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
+    out += table_rows_html(header, rows, report.rows)
+    out.append("</table></div>")
+    if target_line(report):
+        out.append(f"<p>{html.escape(target_line(report))}</p>")
     if any(row.smoke for row in report.rows):
         out.append(f"<p><b>{html.escape(SMOKE_NOTE)}</b></p>")
     standing = standing_lines(report)
@@ -62,8 +94,9 @@ def _table_html(report: WorkloadReport) -> str:
     return "\n".join(out)
 
 
-def plots(report: WorkloadReport) -> list[tuple[str, str]]:
-    """(caption, PNG as base64) per plot the workload's results allow."""
+def plots(report: WorkloadReport) -> list[tuple[str, str | None]]:
+    """(caption, PNG as base64) per plot the workload's results allow; (what it would show, None) where one point is
+    all there is."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -76,7 +109,13 @@ def plots(report: WorkloadReport) -> list[tuple[str, str]]:
             images.append((f"{spec.name}: {metric}", _bars(report, metric)))
     if report.counts_flops:
         images.append((f"{spec.name}: achieved TFLOP/s against the datasheet peak", _flops_bars(report)))
-    if any(SERVING_X in row.metrics and SERVING_Y in row.metrics for row in report.rows):
+    serving = serving_rows(report)
+    if len(serving) == 1:
+        row = serving[0]
+        images.append((f"{spec.name}: throughput against per-user speed: one load level only ({row.label} "
+                       f"{row.setup}: {row.metrics[SERVING_Y].median:.4g} output tokens/s at "
+                       f"{row.metrics[SERVING_X].median:.4g} tokens/s per user), no curve to draw", None))
+    elif serving:
         images.append((f"{spec.name}: throughput against per-user speed", _serving_curve(report)))
     lines = scaling_lines(report)
     if lines:
@@ -150,6 +189,19 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     return sorted(front)
 
 
+def serving_rows(report: WorkloadReport) -> list[Row]:
+    """The rows that are points of the serving trade-off: tokens/s per user and output tokens/s (per GPU)."""
+    return [row for row in report.rows if SERVING_X in row.metrics and SERVING_Y in row.metrics]
+
+
+def serving_curve_png(report: WorkloadReport) -> bytes:
+    """The serving trade-off curve as PNG bytes, for a page that keeps its plots as files (the site)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return base64.b64decode(_serving_curve(report))
+
+
 def _serving_curve(report: WorkloadReport) -> str:
     import matplotlib.pyplot as plt
 
@@ -161,12 +213,21 @@ def _serving_curve(report: WorkloadReport) -> str:
             lines.setdefault((r.label, LOAD_LEVEL.sub("", r.setup)), []).append(r)
     for (gpu, mode), rows in lines.items():
         points = [(r.metrics[SERVING_X].median, r.metrics[SERVING_Y].median) for r in rows]
-        ax.plot(*zip(*sorted(points), strict=True), "o-", label=f"{gpu} {mode}".strip())
+        drawn = ax.plot(*zip(*sorted(points), strict=True), "o-", label=f"{gpu} {mode}".strip())
+        missed = [p for r, p in zip(rows, points, strict=True) if "slo_met" in r.metrics
+                  and r.metrics["slo_met"].median < 1]
+        if missed:  # a level over the latency target: hollow
+            ax.plot(*zip(*missed, strict=True), "o", markersize=9, markerfacecolor="white",
+                    color=drawn[0].get_color())
         for r, (x, y) in zip(rows, points, strict=True):
             ax.annotate(r.setup, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
         all_points += points
     front = pareto_front(all_points)
     ax.plot(*zip(*front, strict=True), "k--", linewidth=1, label="Pareto front")
+    for target in report.targets:  # a user at the TPOT target sees 1000 / TPOT tokens/s: the points left of it miss
+        ax.axvline(target.per_user_tokens_per_s, color="firebrick", linestyle=":", linewidth=1.2,
+                   label=f"target: p99 TPOT {target.tpot_ms:g} ms ({target.per_user_tokens_per_s:g} tok/s/user),"
+                         f" TTFT {target.ttft_ms:g} ms; hollow: missed")
     ax.set_xlabel("tokens/s per user")
     ax.set_ylabel("output tokens/s per GPU")
     ax.set_title(f"{report.spec.name}: throughput against per-user speed")

@@ -35,7 +35,7 @@ from gpubench.results.summary import fmt
 from gpubench.schema import to_line
 from gpubench.stores import RECORDS_FILE
 
-SITE_VERSION = "1"  # a site built by another version is rebuilt whole
+SITE_VERSION = "2"  # a site built by another version is rebuilt whole (2: the index says what was compared)
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.json"
 FLAGGED = ("worse", "better", compare.NO_SPREAD)
@@ -289,6 +289,23 @@ class StudyPage:
             out.append(Series(label, runs, changes))
         return out
 
+    def _serving_curve(self, out: Path, table: report.WorkloadReport, built: Built) -> str | None:
+        """The latest runs' tokens/s per GPU against tokens/s per user (report_html's curve, the target marked),
+        drawn when its points changed; None with fewer than two points (the table holds the one)."""
+        from gpubench.results import report_html
+
+        rows = report_html.serving_rows(table)
+        if len(rows) < 2:
+            return None
+        points = [(r.label, r.setup, *(r.metrics[m].median if m in r.metrics else None for m in (
+            report_html.SERVING_X, report_html.SERVING_Y, "slo_met"))) for r in rows]
+        name = f"plots/{self.spec.name}-curve-{_hash(points, [t.describe() for t in table.targets])}.png"
+        if not (out / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(report_html.serving_curve_png(table))
+            built.plots.append(name)
+        return name
+
     def render(self, out: Path, built: Built) -> tuple[str, list[str], dict]:
         spec = self.spec
         series = self.series()
@@ -300,12 +317,23 @@ class StudyPage:
                  "<p><a href='index.html'>all studies</a></p>",
                  f"<h1>{html.escape(spec.name)}: {html.escape(spec.title)}</h1>",
                  f"<p class='study'>Study: {html.escape(spec.study)}</p>",
-                 "<h2>Latest run per GPU, config and price</h2>", _table(header, rows)]
+                 "<h2>Latest run per GPU, config and price</h2>",
+                 _table(header, rows, whole=_whole_reasons(header, table.rows))]
+        if report.target_line(table):
+            parts.append(f"<p>{html.escape(report.target_line(table))}</p>")
         if any(row.smoke for row in table.rows):
             parts.append(f"<p class='smoke'>{html.escape(report.SMOKE_NOTE)}</p>")
         parts += [f"<p>{html.escape(line)}</p>" for line in report.standing_lines(table)]
+        decision = decide(spec, self.runs)
+        if decision:
+            parts.append(f"<p class='decide'>Which GPU (gpubench recommend, stored prices): {html.escape(decision)}"
+                         "</p>")
         metrics = history_metrics(table)
         plots = []
+        curve = self._serving_curve(out, table, built)
+        if curve:
+            plots.append(curve)
+            parts.append(f"<img src='{curve}' alt='output tokens/s per GPU against tokens/s per user, latest runs'>")
         parts.append("<h2>History</h2>")
         units = {m: s.unit for row in table.rows for m, s in row.metrics.items()}
         for s in series:
@@ -315,6 +343,10 @@ class StudyPage:
             parts.append(f"<h3>{html.escape(s.label)}</h3>")
             if not any(by_setup for _, by_setup in points):
                 parts.append("<p>No ok results to draw: see the table and the runs below.</p>")
+                continue
+            if sum(bool(by_setup) for _, by_setup in points) == 1:  # one point per line: said, not drawn
+                parts.append("<p>One run with ok results: nothing to draw over time; its numbers are in the table"
+                             " above.</p>")
                 continue
             if not (out / name).is_file():  # named by its inputs: an unchanged plot is not drawn again
                 _history_plot(out / name, [(m, units.get(m, "")) for m in metrics], points, flags)
@@ -327,9 +359,11 @@ class StudyPage:
                         c.verdict]
                        for s in series for r, found in s.changes for c in found]
         change_rows.sort(key=lambda cells: cells[0], reverse=True)
-        parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
-                             f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8)
-                     if change_rows else "<p>None: every run is within noise of the one before it.</p>")
+        if change_rows:
+            parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
+                                 f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8))
+        else:
+            parts.append(f"<p>{html.escape(nothing_changed(series))}</p>")
         parts.append("<h2>Runs</h2>")
         run_rows = []
         for s in reversed(series):
@@ -344,11 +378,53 @@ class StudyPage:
         parts.append(_table(["when", "series", "run", "$/hour", "status", "files"], run_rows, raw=(5,)))
         parts.append("</body></html>")
         last = [c for s in series if s.changes for c in s.changes[-1][1]]
+        unjudged = [c for c in last if c.verdict == compare.NO_SPREAD]
+        headline = [c for c in unjudged if spec.cost and c.metric == spec.cost.metric] or unjudged
+        widest = max(headline, key=lambda c: abs(_log_ratio(c)), default=None)  # the cost basis's, where it moved
         summary = {"title": spec.title, "runs": len(self.runs), "gpus": sorted({r.gpu for r in self.runs}),
                    "series": [s.label for s in series], "latest": self.runs[-1].started.ts[:16].replace("T", " "),
                    "worse": sum(c.verdict == "worse" for c in last), "better": sum(c.verdict == "better" for c in last),
-                   "smoke": any(r.started.smoke for r in self.runs)}
+                   "smoke": any(r.started.smoke for r in self.runs),
+                   "compared": sum(len(s.runs) > 1 for s in series), "no_verdict": len(unjudged),
+                   "decide": decision,
+                   "widest": f"{widest.setup} {widest.metric} {fmt(widest.a)} -> {fmt(widest.b)} {widest.unit}"
+                             if widest else ""}
         return "\n".join(parts), plots, summary
+
+
+def decide(spec, runs: list[stored_runs.StoredRun]) -> str:
+    """recommend's one line for the study (cheapest per unit; fastest; least energy), at the stored prices."""
+    from gpubench.results import recommend
+
+    try:
+        return recommend.headline(recommend.recommend(spec, runs))
+    except recommend.RecommendError:  # no cost basis, or no runs of a kind it can rank
+        return ""
+
+
+def nothing_changed(series: list[Series]) -> str:
+    """What the changes section says when it lists no change: never "within noise" where nothing was compared."""
+    if not any(len(s.runs) > 1 for s in series):
+        return ("One run: nothing to compare." if sum(len(s.runs) for s in series) == 1
+                else "One run per series: nothing to compare.")
+    return "None: every run is within noise of the one before it."
+
+
+def _log_ratio(row: compare.Row) -> float:
+    import math
+
+    return math.log(row.b / row.a) if row.a and row.b and row.a * row.b > 0 else math.inf
+
+
+def latest_change(s: dict) -> tuple[str, str]:
+    """The index's word on a study's latest runs against the runs before them, and its CSS class."""
+    if not s["compared"]:
+        return ("one run: nothing to compare" if s["runs"] == 1 else "one run per series: nothing to compare"), "no"
+    flags = [f"{s[k]} {k}" for k in ("worse", "better") if s[k]]
+    if s["no_verdict"]:
+        flags.append(f"{s['no_verdict']} {compare.NO_SPREAD}, widest {s['widest']}")
+    state = "worse" if s["worse"] else "better" if s["better"] else "no" if s["no_verdict"] else "ok"
+    return ", ".join(flags) or "within noise", state
 
 
 def history_metrics(table: report.WorkloadReport) -> list[str]:
@@ -408,14 +484,28 @@ def _head(title: str) -> str:
             "<link rel='stylesheet' href='site.css'></head><body>")
 
 
-def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), flag: int | None = None) -> str:
-    """An HTML table; cells are escaped except columns `raw` (HTML made here); column `flag` colours a verdict."""
+def _whole_reasons(header: list[str], rows: list[report.Row]) -> dict[int, tuple[int, str]]:
+    """Rows that did not run (no metrics, a reason): {row index: (status column, the whole reason)}."""
+    at = header.index("status")
+    return {i: (at, "; ".join(row.reasons) + (" (smoke run)" if row.smoke else "")) for i, row in enumerate(rows)
+            if row.status != "ok" and not row.metrics and row.reasons}
+
+
+def _table(header: list[str], rows: list[list[str]], raw: tuple[int, ...] = (), flag: int | None = None,
+           whole: dict[int, tuple[int, str]] | None = None) -> str:
+    """An HTML table; cells are escaped except columns `raw` (HTML made here); column `flag` colours a verdict;
+    `whole`: rows shown as their first cells and then one line, their whole reason, across the rest."""
     out = ["<div class='wide'><table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in header) + "</tr>"]
-    for cells in rows:
+    for index, cells in enumerate(rows):
+        if whole and index in whole:
+            at, reason = whole[index]
+            out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells[:at])
+                       + f"<td class='reason' colspan='{len(header) - at}'><div>{html.escape(reason)}</div></td></tr>")
+            continue
         tds = []
         for i, c in enumerate(cells):
             css = (f" class='{c.split(' ')[0]}'" if i == flag else " class='num'" if NUMBER.match(c)
-                   else " class='long'" if len(c) > 40 and i not in raw else "")
+                   else " class='long'" if len(re.sub(r"<[^>]+>", "", c)) > 40 else "")
             tds.append(f"<td{css}>{c if i in raw else html.escape(c)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</table></div>")
@@ -429,13 +519,12 @@ def _index(studies: dict[str, dict]) -> str:
              "beyond noise against the previous run.</p>"]
     rows = []
     for name, s in sorted(studies.items()):
-        flags = [f"{s[k]} {k}" for k in ("worse", "better") if s[k]]
-        state = "worse" if s["worse"] else "better" if s["better"] else "ok"
+        said, state = latest_change(s)
         rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
                      ", ".join(s["gpus"]), s["latest"],
-                     f"<span class='{state}'>{', '.join(flags) or 'within noise'}</span>"
-                     + (" (smoke runs)" if s["smoke"] else "")])
-    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"],
-                        rows, raw=(0, 5)))
+                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else ""),
+                     s["decide"] or "-"])
+    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before",
+                         "which GPU: cheapest per unit; fastest; least energy (stored prices)"], rows, raw=(0, 5)))
     parts.append("</body></html>")
     return "\n".join(parts)

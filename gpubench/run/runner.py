@@ -139,6 +139,8 @@ class Runner:
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
         why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
+        for note in getattr(module, "table_notes", lambda config: [])(req.config):  # e.g. the latency target used
+            why += f"> {note}\n\n"
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
         self._print(f"{why}{text}".rstrip("\n"))
