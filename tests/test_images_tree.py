@@ -189,7 +189,7 @@ def test_whisper_image_puts_torchs_cublas_and_cudnn_on_the_library_path():
 def test_build_context_holds_only_the_sources():
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[ignore.index("*"):][:1] == ["*"]
-    assert {"!gpubench/", "!workloads/", "!launcher/", "!images/", "!pyproject.toml"} <= set(ignore)
+    assert {"!gpubench/", "!workloads/", "!launcher/", "!images/", "!pyproject.toml", "!setup.py"} <= set(ignore)
 
 
 def test_image_rows_list_every_workload_with_its_reference_and_locked_versions(monkeypatch):

@@ -203,7 +203,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     elif docker:
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
-        extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules)
+        extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules, torch="torch" in spec.dependencies)
     setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
     if not setups:
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
