@@ -7,7 +7,7 @@ from pathlib import Path
 from repo_tools import load
 
 from gpubench.catalog import WorkloadSpec
-from gpubench.images import VLLM_BASE
+from gpubench.images import REPO, TEMPLATE, VLLM_BASE
 
 checks = load("image_checks")
 check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.check_lock, checks.check_registry
@@ -148,8 +148,26 @@ def test_a_good_folder_passes(tmp_path):
 def test_workload_folder_missing_its_files_is_caught(tmp_path):
     (tmp_path / "images/sdxl").mkdir(parents=True)
     assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
-        "images/sdxl/Dockerfile:1: missing", "images/sdxl/requirements.in:1: missing",
+        "images/_layers/workload/Dockerfile:1: missing", "images/sdxl/requirements.in:1: missing",
         "images/sdxl/requirements.lock:1: missing: run python tools/lock_images.py"]
+
+
+def test_a_folder_without_a_dockerfile_builds_from_the_template_which_must_install_its_lock(tmp_path):
+    good_folder(tmp_path)
+    (tmp_path / "images/sdxl/Dockerfile").unlink()
+    write(tmp_path, TEMPLATE, (REPO / TEMPLATE).read_text())
+    assert check_workload_image(spec(diffusers="0.42.1"), tmp_path) == []
+    write(tmp_path, TEMPLATE, (REPO / TEMPLATE).read_text().replace("images/${WORKLOAD}/requirements.lock", "x.lock"))
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/_layers/workload/Dockerfile:1: does not install images/${WORKLOAD}/requirements.lock"]
+
+
+def test_a_dockerfile_on_another_stack_than_the_catalog_gives_is_caught(tmp_path):
+    write(tmp_path, "gpubench/catalog.py", 'WORKLOADS.add("sdxl", WorkloadSpec(\n')
+    good_folder(tmp_path, from_line="ARG VLLM_BASE_IMAGE=ghcr.io/gpubench/vllm-base:0.1.0\nFROM ${VLLM_BASE_IMAGE}")
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/sdxl/Dockerfile:1: builds on vllm-base (FROM ${VLLM_BASE_IMAGE}) but gpubench/catalog.py:1 puts sdxl"
+        " on base"]
 
 
 def test_dockerfile_that_does_not_install_its_lock_is_caught(tmp_path):

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpubench.images import FROM_IMAGE, STACKS, image_refs, parse_requirements, stack_of  # noqa: E402
+from gpubench.catalog import WORKLOADS  # noqa: E402
+from gpubench.images import FROM_IMAGE, STACKS, dockerfile_of, image_refs, parse_requirements, stack_for  # noqa: E402
 
 PLATFORM = ["--python-version", "3.12", "--python-platform", "x86_64-manylinux_2_28"]
 # What vllm/vllm-openai:v0.11.0 installed: vllm's own requirements plus boto3 (its openai-base stage), resolved
@@ -91,10 +92,10 @@ def lock_image(name: str, output: Path, work: Path) -> None:
     if stack is not None:
         folder, dockerfile, under = (ROOT / stack.lock).parent, ROOT / stack.dockerfile, None
     else:
-        folder = ROOT / "images" / name
-        dockerfile = folder / "Dockerfile"
-        under = stack_of(dockerfile)
-    refs = image_refs(dockerfile) + (image_refs(ROOT / under.dockerfile) if under else [])
+        spec = WORKLOADS.get(name)
+        folder, dockerfile, under = ROOT / "images" / name, dockerfile_of(spec, ROOT), stack_for(spec)
+    refs = [r for r in image_refs(dockerfile) if r.written != "${STACK_IMAGE}"] + (
+        image_refs(ROOT / under.dockerfile) if under else [])
     vllm = [r for r in refs if r.repository == FROM_IMAGE["vllm"]]
     constraints = [ROOT / under.lock] if under else []
     label = {str(ROOT / under.lock): under.lock} if under else {}
@@ -110,8 +111,7 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help="workloads to lock (default: all), or a stack: base, vllm-base")
     parser.add_argument("--check", action="store_true", help="fail if a lock is not what uv resolves now")
     args = parser.parse_args()
-    folders = sorted(p for p in (ROOT / "images").iterdir() if p.is_dir() and not p.name.startswith("_"))
-    names = args.names or [*STACK, *(p.name for p in folders)]  # the stacks first: the workloads' locks build on them
+    names = args.names or [*STACK, *WORKLOADS.names()]  # the stacks first: the workloads' locks build on them
     stale = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
