@@ -90,7 +90,7 @@ def add_the_toy_study(repo: Path) -> None:
         "-r ../_layers/base/requirements.in\n")
     # What `python tools/lock_images.py toy-study` writes (offline here: the same input as first-matmul's, locked)
     lock = (repo / "images/first-matmul/requirements.lock").read_text()
-    (repo / "images/toy-study/requirements.lock").write_text(lock.replace("images/first-matmul/", "images/toy-study/"))
+    (repo / "images/toy-study/requirements.lock").write_text(lock.replace("first-matmul", "toy-study"))
 
 
 def changed_files(before: Path, after: Path) -> list[str]:

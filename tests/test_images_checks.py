@@ -36,7 +36,7 @@ def good_folder(root: Path, name: str = "sdxl", lock: str = f"diffusers==0.42.1 
                 from_line: str = "FROM nvidia/cuda:12.8.1-runtime-ubuntu24.04") -> None:
     write(root, f"images/{name}/Dockerfile",
           f"{from_line}\nCOPY images/{name}/requirements.lock /tmp/\nRUN uv pip install -r /tmp/requirements.lock\n")
-    write(root, f"images/{name}/requirements.in", "diffusers==0.42.1\n")
+    write(root, f"images/{name}/requirements.in", "diffusers  # its version: the catalog's\n")
     write(root, f"images/{name}/requirements.lock", lock)
 
 
@@ -170,6 +170,15 @@ def test_a_dockerfile_on_another_stack_than_the_catalog_gives_is_caught(tmp_path
         " on base"]
 
 
+def test_a_requirements_in_that_pins_a_catalog_dependency_is_caught(tmp_path):
+    write(tmp_path, "gpubench/catalog.py", 'WORKLOADS.add("sdxl", WorkloadSpec(\n')
+    good_folder(tmp_path)
+    write(tmp_path, "images/sdxl/requirements.in", "# the study's\ndiffusers==0.42.1\n")
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/sdxl/requirements.in:2: diffusers==0.42.1 is the catalog's pin (gpubench/catalog.py:1): leave it out"
+        " here"]
+
+
 def test_dockerfile_that_does_not_install_its_lock_is_caught(tmp_path):
     good_folder(tmp_path)
     write(tmp_path, "images/sdxl/Dockerfile", "FROM ubuntu:24.04\nRUN uv pip install diffusers==0.42.1\n")
@@ -204,7 +213,7 @@ def vllm_stack(root: Path, tag: str = "v0.11.0", lock: str = f"transformers==4.5
 def vllm_folder(root: Path, lock: str) -> None:
     good_folder(root, "vllm-serving", lock=lock,
                 from_line="ARG VLLM_BASE_IMAGE=ghcr.io/gpubench/vllm-base:0.1.0\nFROM ${VLLM_BASE_IMAGE} AS runtime")
-    write(root, "images/vllm-serving/requirements.in", "transformers==4.57.6\n")
+    write(root, "images/vllm-serving/requirements.in", "transformers\n")
 
 
 def test_workload_on_the_vllm_stack_takes_vllm_from_the_stacks_image(tmp_path):

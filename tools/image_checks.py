@@ -158,6 +158,12 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
                                     f"{CATALOG}:{_catalog_line(spec.name, root)} puts {spec.name} on {stack.name}"))
     elif "images/${WORKLOAD}/requirements.lock" not in dockerfile.read_text():
         findings.append(Finding(TEMPLATE, 1, "does not install images/${WORKLOAD}/requirements.lock"))
+    if req_in.exists():  # the study's versions are written once, in the catalog: lock_images.py adds them
+        for pin in parse_requirements(req_in, root)[0].values():
+            declared = {normalize(d): d for d in spec.dependencies}.get(pin.name)
+            if declared and pin.version and pin.path == f"{rel}/requirements.in":
+                findings.append(Finding(pin.path, pin.line, f"{pin.name}=={pin.version} is the catalog's pin "
+                                        f"({CATALOG}:{_catalog_line(spec.name, root)}): leave it out here"))
     pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
     sources = image_sources(dockerfile, root, stack)
     for dep, version in spec.dependencies.items():
