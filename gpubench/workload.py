@@ -11,10 +11,10 @@ A workload module defines, at module level (and imports its heavy libraries insi
     def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
 and optionally SETUPS (each catalog setup's recipe, keyed and ordered as the catalog's setups), HEADLINE,
-SETUP_NOTES, TIMED_PHASES, weights_for, processes, session_key + open_session and derive. `WorkloadDefinition`
-below is the one list of these parts (`PARTS`): `load(spec)` imports the module and checks it once, and the
-harness reads a workload only through the definition. A part missing, of the wrong kind, or misspelled (a
-module-level `HEADLNE`) is a `WorkloadError` naming the parts.
+SETUP_NOTES, TIMED_PHASES, weights_for, processes, session_key + open_session, derive and table_notes.
+`WorkloadDefinition` below is the one list of these parts (`PARTS`): `load(spec)` imports the module and checks
+it once, and the harness reads a workload only through the definition. A part missing, of the wrong kind, or
+misspelled (a module-level `HEADLNE`) is a `WorkloadError` naming the parts.
 
 `run_setup` runs one setup once, in a fresh process of its own (the runner's worker), and returns
 metric values by name. Running out of memory is reported by raising (the worker classifies the
@@ -123,6 +123,8 @@ class WorkloadDefinition:
     session_key: Callable[[str, Any], str] | None = _part("session_key", function=True)
     open_session: Callable[..., Any] | None = _part("open_session", function=True)
     derive: Callable[[Any, list], dict[str, dict[str, float]]] | None = _part("derive", function=True)
+    # lines for summary.md above the table (the latency target a serving study judged by); main's runner reads it
+    table_notes: Callable[[Any], list[str]] | None = _part("table_notes", function=True)
 
     @classmethod
     def from_module(cls, spec: WorkloadSpec, module: types.ModuleType) -> WorkloadDefinition:
@@ -194,8 +196,8 @@ class WorkloadDefinition:
             return list(self.spec.weights)
         return list(dict.fromkeys(repo for setup in setups for repo in self.weights_for(setup, config)))
 
-    def metric(self, name: str) -> MetricDef:
-        return self.metrics[name]
+    def notes(self, config: Any) -> list[str]:
+        return list(self.table_notes(config)) if self.table_notes else []
 
 
 # module-level name -> required?, in the order a workload writes them; the one list of workload parts

@@ -40,6 +40,9 @@ def test_a_module_with_the_required_parts_gets_the_defaults_of_the_rest():
     assert definition.headline == () and definition.setup_notes == {} and definition.timed_phases is None
     assert definition.processes_for("a", Config()) == 1 and definition.derive is None
     assert definition.weights(["a"], Config()) == []
+    assert definition.notes(Config()) == []
+    noted = WorkloadDefinition.from_module(SPEC, module(table_notes=lambda config: [f"n={config.n}"]))
+    assert noted.notes(Config()) == ["n=3"]
 
 
 def test_a_misspelled_part_is_an_error_naming_the_part_meant_and_all_of_them():
