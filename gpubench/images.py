@@ -1,15 +1,19 @@
 """The workloads' Docker images: their references, their folders under images/, what their files pin, and baking
 weights into one (`python -m gpubench.images bake-weights`, run inside the Dockerfiles).
 
-Every workload in the catalog has `images/<name>/` with a Dockerfile, a requirements.in and a
-requirements.lock (exact versions with hashes, linux x86_64, Python 3.12). Folders whose name starts
-with "_" hold shared layer stacks (images/_layers/), not workloads. A workload image builds on one of
-the STACKS (`FROM ${BASE_IMAGE}` or `FROM ${VLLM_BASE_IMAGE}`) and locks only what it adds on top.
+Every workload in the catalog has `images/<name>/` with a requirements.in and a requirements.lock (exact versions
+with hashes, linux x86_64, Python 3.12), and a Dockerfile only where its image does more than install that lock
+(whisper, ollama-vs-vllm): the others build from the one template, images/_layers/workload/Dockerfile. Folders whose
+name starts with "_" hold shared layers (images/_layers/), not workloads. A workload image builds on one of the
+STACKS, the one the catalog puts it on (`stack_for`: its dependencies hold vllm or not), and locks only what it adds
+on top. `python -m gpubench.images plan` prints each image's stack and Dockerfile for the builds (bake, CI,
+tools/build_images.sh), so the image list and its groups come from the catalog.
 The repository's checks on those files live in tools/image_checks.py.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -55,6 +59,8 @@ BASE = Stack("base", "BASE_IMAGE", "Dockerfile.base", "images/_layers/base/requi
 VLLM_BASE = Stack("vllm-base", "VLLM_BASE_IMAGE", "images/_layers/vllm-base/Dockerfile",
                   "images/_layers/vllm-base/requirements.lock")
 STACKS = (BASE, VLLM_BASE)
+TEMPLATE = "images/_layers/workload/Dockerfile"  # FROM ${STACK_IMAGE}; WORKLOAD names the folder
+TEMPLATE_ARG = "STACK_IMAGE"
 
 
 @dataclass(frozen=True)
@@ -264,10 +270,29 @@ def stack_of(dockerfile: Path) -> Stack | None:
     return None
 
 
-def image_sources(dockerfile: Path, root: Path = REPO) -> list[tuple[str, ImageRef]]:
-    """(file, image) for the images a workload builds on: its Dockerfile's own, then those of the stack under it."""
-    sources = [(relative(dockerfile, root), ref) for ref in image_refs(dockerfile)]
-    stack = stack_of(dockerfile)
+def stack_for(spec: WorkloadSpec) -> Stack:
+    """The stack the catalog puts a workload on: the vLLM stack when its dependencies hold vllm, else the torch one."""
+    return VLLM_BASE if "vllm" in spec.dependencies else BASE
+
+
+def dockerfile_of(spec: WorkloadSpec, root: Path = REPO) -> Path:
+    """The workload's own images/<name>/Dockerfile where it has one, else the template every other one builds from."""
+    own = folder(spec, root) / "Dockerfile"
+    return own if own.exists() else root / TEMPLATE
+
+
+def plan(root: Path = REPO) -> list[dict[str, str]]:
+    """What the builds need per workload image, from the catalog: its name, its stack's name and its Dockerfile."""
+    return [{"name": spec.name, "stack": stack_for(spec).name, "dockerfile": relative(dockerfile_of(spec, root), root)}
+            for spec in WORKLOADS]
+
+
+def image_sources(dockerfile: Path, root: Path = REPO, stack: Stack | None = None) -> list[tuple[str, ImageRef]]:
+    """(file, image) for the images a workload builds on: its Dockerfile's own, then those of the stack under it
+    (`stack`, else the one its Dockerfile names)."""
+    sources = [(relative(dockerfile, root), ref) for ref in image_refs(dockerfile)
+               if ref.written != f"${{{TEMPLATE_ARG}}}"]
+    stack = stack or stack_of(dockerfile)
     if stack is not None and (root / stack.dockerfile).exists():
         sources += [(stack.dockerfile, ref) for ref in image_refs(root / stack.dockerfile)]
     return sources
@@ -279,8 +304,7 @@ def image_rows(root: Path = REPO) -> list[dict]:
     for spec in WORKLOADS:
         lock = folder(spec, root) / "requirements.lock"
         pins = locked_versions(lock)
-        dockerfile = folder(spec, root) / "Dockerfile"
-        sources = image_sources(dockerfile, root) if dockerfile.exists() else []
+        sources = image_sources(dockerfile_of(spec, root), root, stack_for(spec))
         locked = {}
         for dep in spec.dependencies:
             provider = image_provider(dep, sources)
@@ -314,10 +338,28 @@ def bake_weights(spec: WorkloadSpec, into: Path, cache: Path | None = None) -> l
     return list(spec.weights)
 
 
+USAGE = """usage: python -m gpubench.images plan             # one line per workload image: NAME STACK DOCKERFILE
+       python -m gpubench.images names            # the workload images, as a JSON list (CI's matrix)
+       python -m gpubench.images bake-env NAME    # STACK=... and DOCKERFILE=... for docker-bake.hcl
+       python -m gpubench.images bake-weights NAME INTO [CACHE]"""
+
+
 def main(argv: list[str]) -> int:
-    """python -m gpubench.images bake-weights NAME INTO [CACHE]"""
+    if argv == ["plan"]:
+        print("\n".join(f"{row['name']} {row['stack']} {row['dockerfile']}" for row in plan()))
+        return 0
+    if argv == ["names"]:
+        print(json.dumps(WORKLOADS.names()))
+        return 0
+    if len(argv) == 2 and argv[0] == "bake-env":
+        row = next((row for row in plan() if row["name"] == argv[1]), None)
+        if row is None:
+            print(f"unknown workload {argv[1]!r}; valid: {', '.join(WORKLOADS.names())}", file=sys.stderr)
+            return 2
+        print(f"STACK={row['stack']}\nDOCKERFILE={row['dockerfile']}")
+        return 0
     if len(argv) not in (3, 4) or argv[0] != "bake-weights":
-        print("usage: python -m gpubench.images bake-weights NAME INTO [CACHE]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     spec = WORKLOADS.get(argv[1])
     into = Path(argv[2])

@@ -167,17 +167,14 @@ class ProgressView:
     def _study_table(self, outcome, started: RunStarted, finished: RunFinished) -> None:
         """gpubench's own end-of-run table (gpubench/results/summary.py) for one run: headline metrics with
         their spread, the speed-up against the baseline setup, peak memory and cost, and what the numbers are."""
-        from types import SimpleNamespace
-
         from rich.table import Table
 
         from gpubench.catalog import WORKLOADS
         from gpubench.results import summary
 
         spec = WORKLOADS.get(started.workload)
-        # The launcher imports no workload code: the records' own metric order stands in for the module's METRICS.
-        reported = SimpleNamespace(METRICS=dict.fromkeys(name for s in finished.summary for name in s.metrics))
-        header, rows = summary.table(spec, reported, finished.summary)
+        # The launcher imports no workload code: the records' own metric order stands in for the workload's.
+        header, rows = summary.table(spec, None, finished.summary)
         table = Table(title=f"{outcome.run_id} on {outcome.gpu or '?'}")
         for column in header:
             table.add_column(column, overflow="fold")

@@ -50,3 +50,64 @@ def clean_aws_env(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+# ---- test layers (pyproject.toml registers the markers; docs/architecture.md "Tests" says how to run each) --------
+# engine: needs a service or an engine the plain install lacks (S3, a Docker engine, vLLM, a browser, Slurm);
+# fast: logic in the test process: it imports none of NOT_FAST (a subprocess, a real run or workload, torch, a fake
+# server on a clock, a terminal) and needs no engine. `pytest -m fast` takes well under 2 minutes.
+ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env"}
+ENGINE_SKIPS = ("chromium", ".venv-vllm", "slurm", "docker")  # words in the reason of a skip that waits for one
+ENGINE_IMPORTS = {"docker_engine"}
+NOT_FAST = {"subprocess", "multiprocessing", "clirun", "terminal", "torch", "docker", "s3server", "streaming_server",
+            "fake_runcrate", "test_launch_support", "sweep_support", "gpubench.workloads", "gpubench.run.runner",
+            "gpubench.run.worker", *ENGINE_IMPORTS}
+
+
+def imports(source: str) -> set[str]:
+    """Every module a test module imports, anywhere in it, with each of its parents (a.b.c: a, a.b, a.b.c)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in found:
+            parts = name.split(".")
+            names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return names
+
+
+def _needs_engine(item, source: str) -> bool:
+    if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) or ENGINE_IMPORTS & imports(source):
+        return True
+    reasons = [str(mark.kwargs.get("reason", "")) for mark in item.iter_markers("skipif")]
+    return any(word in reason for reason in reasons for word in ENGINE_SKIPS)
+
+
+def _fast(source: str) -> bool:
+    return not NOT_FAST & imports(source)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`-m fast` imports only the modules that can hold fast tests (the rest import torch, which takes a while)."""
+    name = collection_path.name
+    if config.option.markexpr == "fast" and name.startswith("test_") and name.endswith(".py"):
+        return not _fast(collection_path.read_text())
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    sources: dict[str, str] = {}
+    for item in items:
+        module = item.module
+        path = getattr(module, "__file__", None)
+        source = sources.setdefault(module.__name__, Path(path).read_text() if path else "")
+        if _needs_engine(item, source):
+            item.add_marker(pytest.mark.engine)
+        elif _fast(source):
+            item.add_marker(pytest.mark.fast)

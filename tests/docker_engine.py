@@ -39,7 +39,7 @@ CACHE = Path(os.environ.get("GPUBENCH_DOCKER_TEST_CACHE", "/var/tmp/gpubench-doc
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 BASE_PACKAGES = ("python3", "python3-venv")
 RUNTIME_ROOTS = ("gpubench", "torch", "transformers")  # the container runs train-compile --smoke
-PROJECT_PATHS = ("pyproject.toml", "README.md", "gpubench", "workloads", "launcher")
+PROJECT_PATHS = ("pyproject.toml", "setup.py", "README.md", "gpubench", "workloads", "launcher")
 IMAGE_NAME = "gpubench-test/train-compile"  # not ghcr.io/gpubench/...: a test image must never pass for a pinned one
 LABEL = "io.gpubench"
 

@@ -6,7 +6,7 @@ import pytest
 from clirun import gpubench
 
 from gpubench.catalog import WORKLOADS
-from gpubench.workload import load_module
+from gpubench.workload import load
 
 
 def test_show_explains_setups_config_and_metrics(tmp_path):
@@ -23,7 +23,7 @@ def test_show_explains_setups_config_and_metrics(tmp_path):
 def test_every_workload_shows_every_setup_field_and_metric(spec, tmp_path):
     result = gpubench("show", spec.name, cwd=tmp_path)
     assert result.code == 0, result.stderr
-    module = load_module(spec)
+    module = load(spec)
     lines = result.stdout.splitlines()
-    for name in [*spec.setups, *(f.name for f in dataclasses.fields(module.Config)), *module.METRICS]:
+    for name in [*spec.setups, *(f.name for f in dataclasses.fields(module.config)), *module.metrics]:
         assert any(line.split()[:1] == [name] for line in lines), name

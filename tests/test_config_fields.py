@@ -10,7 +10,7 @@ import pytest
 from gpubench import config_fields
 from gpubench.catalog import WORKLOADS
 from gpubench.config_fields import DEVICE, ConfigError, param
-from gpubench.workload import build_config, load_module
+from gpubench.workload import build_config, load
 
 
 @dataclass
@@ -59,10 +59,10 @@ def test_check_reads_the_built_config():
 
 @pytest.mark.parametrize("spec", list(WORKLOADS), ids=lambda s: s.name)
 def test_every_workload_declares_every_field_and_its_defaults_and_smoke_obey(spec):
-    module = load_module(spec)
-    for field in dataclasses.fields(module.Config):
+    module = load(spec)
+    for field in dataclasses.fields(module.config):
         declared = config_fields.declaration(field)
         assert declared is not None and declared.meaning, f"{spec.name}: {field.name} has no declaration"
     build_config(module, False, {})  # raises on a default outside its own declaration
     build_config(module, True, {})
-    assert set(module.SMOKE) <= {f.name for f in dataclasses.fields(module.Config)}
+    assert set(module.smoke) <= {f.name for f in dataclasses.fields(module.config)}

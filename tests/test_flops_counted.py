@@ -14,7 +14,7 @@ from gpubench.measure import flops
 from gpubench.run.runner import Runner, RunRequest
 from gpubench.schema import Metric, SetupResult
 from gpubench.stores import RunDir
-from gpubench.workload import build_config, load_module
+from gpubench.workload import build_config, load
 
 
 def test_a_matmul_is_two_flops_per_multiply_add():
@@ -35,7 +35,7 @@ def test_percent_of_the_datasheet_peak_for_the_dtype():
 
 def _runner(tmp_path, workload: str, overrides: dict) -> Runner:
     spec = WORKLOADS.get(workload)
-    module = load_module(spec)
+    module = load(spec)
     request = RunRequest(spec=spec, setups=[spec.setups[0]], repeats=1, smoke=True, run_id="r",
                          config=build_config(module, True, overrides), weights="random")
     return Runner(request, RunDir.create(tmp_path, "r", echo=io.StringIO()), echo=lambda text: None)
@@ -68,7 +68,7 @@ def _smoke(tmp_path, workload: str, setup: str) -> dict:
 
 def test_ddp_counts_six_flops_per_weight_and_the_attention(tmp_path):
     result = _smoke(tmp_path, "ddp-scaling", "124m-1gpu")
-    config = build_config(load_module(WORKLOADS.get("ddp-scaling")), True, {})
+    config = build_config(load(WORKLOADS.get("ddp-scaling")), True, {})
     layers, width, seq, vocab = config.layers_124m, config.width_124m, config.seq_len, config.vocab_size
     matmul_weights = layers * 12 * width**2 + vocab * width  # qkv + proj + 4x MLP per block; the tied head
     # attention per token and layer: scores and values forward (4 S H), backward with the scores recomputed (10 S H)
@@ -80,7 +80,7 @@ def test_ddp_counts_six_flops_per_weight_and_the_attention(tmp_path):
 
 def test_embed_counts_the_encoder_per_passage(tmp_path):
     result = _smoke(tmp_path, "embed", "bge-small-128")
-    config = build_config(load_module(WORKLOADS.get("embed")), True, {})
+    config = build_config(load(WORKLOADS.get("embed")), True, {})
     hidden, seq, layers = 384, config.seq_len, config.num_layers  # bge-small: 384 wide, 1536 FFN
     per_passage = 2 * 12 * hidden**2 * seq * layers + 4 * seq**2 * hidden * layers + 2 * hidden**2  # + the pooler
     assert result["info"]["flops_per_passage"] == per_passage
@@ -104,7 +104,7 @@ def test_sdxl_per_image_count_from_one_and_two_steps_equals_the_whole_generation
     from gpubench.workloads import sdxl
     from gpubench.workloads.sdxl import components as sdxl_components
 
-    config = dataclasses.replace(build_config(sdxl, True, {}), steps=3)
+    config = dataclasses.replace(build_config(load(WORKLOADS.get("sdxl")), True, {}), steps=3)
     pipe = sdxl_components.random_pipeline(config.architecture, "cpu", torch.float32)
     pipe.set_progress_bar_config(disable=True)
     whole = flops.count(lambda: pipe(config.prompt, num_inference_steps=3, height=config.height,

@@ -1,9 +1,13 @@
-"""`python -m gpubench.images bake-weights`: the step an image build runs for --build-arg WEIGHTS=bake."""
+"""`python -m gpubench.images`: bake-weights, the step an image build runs for --build-arg WEIGHTS=bake, and the
+build plan the image builds read the catalog through (plan, names, bake-env)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+
+from gpubench.catalog import WORKLOADS
 
 
 def bake(*args: str) -> subprocess.CompletedProcess:
@@ -27,4 +31,18 @@ def test_unknown_workload_fails_the_build_naming_the_valid_ones(tmp_path):
 def test_wrong_arguments_print_usage(tmp_path):
     result = bake("bake", "sdxl")
     assert result.returncode == 2
-    assert result.stderr.strip() == "usage: python -m gpubench.images bake-weights NAME INTO [CACHE]"
+    assert result.stderr.strip().splitlines()[0].startswith("usage: python -m gpubench.images plan ")
+    assert result.stderr.strip().endswith("python -m gpubench.images bake-weights NAME INTO [CACHE]")
+
+
+def test_the_build_plan_puts_each_workload_on_its_catalog_stack_with_its_dockerfile():
+    lines = [line.split() for line in bake("plan").stdout.splitlines()]
+    plan = {name: (stack, dockerfile) for name, stack, dockerfile in lines}
+    assert list(plan) == WORKLOADS.names()
+    assert plan["vllm-fp8"] == ("vllm-base", "images/_layers/workload/Dockerfile")
+    assert plan["sdxl"] == ("base", "images/_layers/workload/Dockerfile")
+    assert plan["whisper"] == ("base", "images/whisper/Dockerfile")  # its own: it adds a library path
+    assert bake("bake-env", "ollama-vs-vllm").stdout == "STACK=vllm-base\nDOCKERFILE=images/ollama-vs-vllm/Dockerfile\n"
+    assert json.loads(bake("names").stdout) == WORKLOADS.names()
+    unknown = bake("bake-env", "nope")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("unknown workload 'nope'; valid: train-compile")

@@ -7,7 +7,7 @@ from pathlib import Path
 from repo_tools import load
 
 from gpubench.catalog import WorkloadSpec
-from gpubench.images import VLLM_BASE
+from gpubench.images import REPO, TEMPLATE, VLLM_BASE
 
 checks = load("image_checks")
 check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.check_lock, checks.check_registry
@@ -36,7 +36,7 @@ def good_folder(root: Path, name: str = "sdxl", lock: str = f"diffusers==0.42.1 
                 from_line: str = "FROM nvidia/cuda:12.8.1-runtime-ubuntu24.04") -> None:
     write(root, f"images/{name}/Dockerfile",
           f"{from_line}\nCOPY images/{name}/requirements.lock /tmp/\nRUN uv pip install -r /tmp/requirements.lock\n")
-    write(root, f"images/{name}/requirements.in", "diffusers==0.42.1\n")
+    write(root, f"images/{name}/requirements.in", "diffusers  # its version: the catalog's\n")
     write(root, f"images/{name}/requirements.lock", lock)
 
 
@@ -148,8 +148,35 @@ def test_a_good_folder_passes(tmp_path):
 def test_workload_folder_missing_its_files_is_caught(tmp_path):
     (tmp_path / "images/sdxl").mkdir(parents=True)
     assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
-        "images/sdxl/Dockerfile:1: missing", "images/sdxl/requirements.in:1: missing",
+        "images/_layers/workload/Dockerfile:1: missing", "images/sdxl/requirements.in:1: missing",
         "images/sdxl/requirements.lock:1: missing: run python tools/lock_images.py"]
+
+
+def test_a_folder_without_a_dockerfile_builds_from_the_template_which_must_install_its_lock(tmp_path):
+    good_folder(tmp_path)
+    (tmp_path / "images/sdxl/Dockerfile").unlink()
+    write(tmp_path, TEMPLATE, (REPO / TEMPLATE).read_text())
+    assert check_workload_image(spec(diffusers="0.42.1"), tmp_path) == []
+    write(tmp_path, TEMPLATE, (REPO / TEMPLATE).read_text().replace("images/${WORKLOAD}/requirements.lock", "x.lock"))
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/_layers/workload/Dockerfile:1: does not install images/${WORKLOAD}/requirements.lock"]
+
+
+def test_a_dockerfile_on_another_stack_than_the_catalog_gives_is_caught(tmp_path):
+    write(tmp_path, "gpubench/catalog.py", 'WORKLOADS.add("sdxl", WorkloadSpec(\n')
+    good_folder(tmp_path, from_line="ARG VLLM_BASE_IMAGE=ghcr.io/gpubench/vllm-base:0.1.0\nFROM ${VLLM_BASE_IMAGE}")
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/sdxl/Dockerfile:1: builds on vllm-base (FROM ${VLLM_BASE_IMAGE}) but gpubench/catalog.py:1 puts sdxl"
+        " on base"]
+
+
+def test_a_requirements_in_that_pins_a_catalog_dependency_is_caught(tmp_path):
+    write(tmp_path, "gpubench/catalog.py", 'WORKLOADS.add("sdxl", WorkloadSpec(\n')
+    good_folder(tmp_path)
+    write(tmp_path, "images/sdxl/requirements.in", "# the study's\ndiffusers==0.42.1\n")
+    assert messages(check_workload_image(spec(diffusers="0.42.1"), tmp_path)) == [
+        "images/sdxl/requirements.in:2: diffusers==0.42.1 is the catalog's pin (gpubench/catalog.py:1): leave it out"
+        " here"]
 
 
 def test_dockerfile_that_does_not_install_its_lock_is_caught(tmp_path):
@@ -186,7 +213,7 @@ def vllm_stack(root: Path, tag: str = "v0.11.0", lock: str = f"transformers==4.5
 def vllm_folder(root: Path, lock: str) -> None:
     good_folder(root, "vllm-serving", lock=lock,
                 from_line="ARG VLLM_BASE_IMAGE=ghcr.io/gpubench/vllm-base:0.1.0\nFROM ${VLLM_BASE_IMAGE} AS runtime")
-    write(root, "images/vllm-serving/requirements.in", "transformers==4.57.6\n")
+    write(root, "images/vllm-serving/requirements.in", "transformers\n")
 
 
 def test_workload_on_the_vllm_stack_takes_vllm_from_the_stacks_image(tmp_path):

@@ -1,4 +1,5 @@
-"""The real images/: one pinned, locked image per registered workload, as the catalog declares."""
+"""The real images/: one pinned, locked image per registered workload, as the catalog declares; the workloads that only
+add a lock to their stack build from one template, on the stack the catalog puts them on."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from gpubench.images import (
     HF_HOME,
     REPO,
     STACKS,
+    TEMPLATE,
     VLLM_BASE,
     dockerfile_instructions,
+    dockerfile_of,
     image_ref,
     image_refs,
     image_rows,
     locked_versions,
     parse_requirements,
+    stack_for,
     stack_of,
 )
 
@@ -31,7 +35,8 @@ check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.c
 check_workload_image = checks.check_workload_image
 
 SPECS = list(WORKLOADS)
-DOCKERFILES = [*(REPO / s.dockerfile for s in STACKS), *(REPO / "images" / s.name / "Dockerfile" for s in SPECS)]
+OWN = [s for s in SPECS if dockerfile_of(s) != REPO / TEMPLATE]  # the workloads with a Dockerfile of their own
+DOCKERFILES = [*(REPO / s.dockerfile for s in STACKS), REPO / TEMPLATE, *(dockerfile_of(s) for s in OWN)]
 VLLM = [s for s in SPECS if "vllm" in s.dependencies]
 
 
@@ -44,7 +49,6 @@ def final_stage(path):
 
 def test_every_registered_workload_has_an_image_and_every_image_a_workload():
     assert [str(f) for f in check_registry(WORKLOADS.names())] == []
-    assert len(SPECS) == 12
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
@@ -99,59 +103,76 @@ def test_every_lock_carries_gpubench_runtime_dependencies():
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.parent.name if p.name == "Dockerfile" else p.name)
 def test_image_runs_gpubench_as_a_non_root_user_with_hf_home_on_the_cache_volume(path):
-    stack = stack_of(path)
-    runtime = dockerfile_instructions(REPO / stack.dockerfile if stack else path)
-    users = [rest for _, keyword, rest in runtime if keyword == "USER"]
-    own = [rest for _, keyword, rest in dockerfile_instructions(path) if keyword == "USER"]
-    assert users[-1] == "1000:1000" and own[-1] == "1000:1000"
-    assert ("ENTRYPOINT", '["gpubench"]') in [(k, r) for _, k, r in runtime]
-    assert ("VOLUME", '["/cache"]') in [(k, r) for _, k, r in runtime]
-    assert any(k == "ENV" and f"HF_HOME={HF_HOME}" in r for _, k, r in runtime)
+    under = [stack_of(path)] if stack_of(path) else list(STACKS) if path == REPO / TEMPLATE else [None]
+    for stack in under:  # the template, on either stack
+        runtime = dockerfile_instructions(REPO / stack.dockerfile if stack else path)
+        users = [rest for _, keyword, rest in runtime if keyword == "USER"]
+        own = [rest for _, keyword, rest in dockerfile_instructions(path) if keyword == "USER"]
+        assert users[-1] == "1000:1000" and own[-1] == "1000:1000"
+        assert ("ENTRYPOINT", '["gpubench"]') in [(k, r) for _, k, r in runtime]
+        assert ("VOLUME", '["/cache"]') in [(k, r) for _, k, r in runtime]
+        assert any(k == "ENV" and f"HF_HOME={HF_HOME}" in r for _, k, r in runtime)
+
+
+def named(spec) -> str:
+    """How the workload's Dockerfile writes its name: the template takes it as the WORKLOAD build arg."""
+    return "${WORKLOAD}" if spec not in OWN else spec.name
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_image_sets_its_name_version_and_commit_from_build_args(spec):
-    path = REPO / "images" / spec.name / "Dockerfile"
+    path = dockerfile_of(spec)
     final = final_stage(path)
     args = {r.split("=", 1)[0] for _, k, r in final if k == "ARG"}
     env = " ".join(r for _, k, r in final if k == "ENV")
     for var in ("GPUBENCH_IMAGE", "GPUBENCH_IMAGE_VERSION", "GPUBENCH_GIT_COMMIT"):
-        assert var in args and f"{var}=${{{var}}}" in env, f"images/{spec.name}/Dockerfile does not set {var}"
-    assert f"ARG GPUBENCH_IMAGE=ghcr.io/gpubench/{spec.name}" in path.read_text()
+        assert var in args and f"{var}=${{{var}}}" in env, f"{path} does not set {var}"
+    assert f"ARG GPUBENCH_IMAGE=ghcr.io/gpubench/{named(spec)}\n" in path.read_text()
+    if spec not in OWN:
+        assert "COPY images/${WORKLOAD}/requirements.lock /tmp/requirements.lock" in path.read_text()
+        assert ("ARG", "WORKLOAD") in [(k, r) for _, k, r in final]  # the last stage sees the build arg too
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_weights_build_arg_bakes_the_workloads_models_into_the_hub_cache(spec):
-    text = (REPO / "images" / spec.name / "Dockerfile").read_text()
+    text = dockerfile_of(spec).read_text()
     assert re.search(r"^ARG WEIGHTS=none$", text, re.M)
     assert "FROM runtime AS weights-none" in text and "FROM runtime AS weights-bake" in text
-    assert f"-m gpubench.images bake-weights {spec.name} {BAKED_WEIGHTS} " in text
+    assert f"-m gpubench.images bake-weights {named(spec)} {BAKED_WEIGHTS} " in text
     assert f"ENV HF_HUB_CACHE={BAKED_WEIGHTS}\n" in text
     assert re.search(r"^FROM weights-\$\{WEIGHTS\}$", text, re.M)
 
 
 def test_torch_workloads_share_the_torch_stack_and_vllm_workloads_the_vllm_stack_of_this_version():
-    on = {s.name: stack_of(REPO / "images" / s.name / "Dockerfile") for s in SPECS}
+    on = {s.name: stack_for(s) for s in SPECS}
     assert sorted(n for n, stack in on.items() if stack == BASE) == sorted(s.name for s in SPECS if s not in VLLM)
     assert sorted(n for n, stack in on.items() if stack == VLLM_BASE) == sorted(s.name for s in VLLM)
-    for name, stack in on.items():
-        text = (REPO / "images" / name / "Dockerfile").read_text()
+    for spec in OWN:  # a Dockerfile of its own starts FROM the ARG of the stack the catalog puts it on
+        stack = on[spec.name]
+        text = dockerfile_of(spec).read_text()
+        assert stack_of(dockerfile_of(spec)) == stack
         assert f"ARG {stack.arg}=ghcr.io/gpubench/{stack.name}:{__version__}\n" in text
         assert re.search(rf"^FROM \$\{{{stack.arg}\}} AS runtime$", text, re.M)
+    template = (REPO / TEMPLATE).read_text()
+    assert f"ARG STACK_IMAGE=ghcr.io/gpubench/{BASE.name}:{__version__}\n" in template
+    assert re.search(r"^FROM \$\{STACK_IMAGE\} AS runtime$", template, re.M)
     bake = (REPO / "images/_layers/docker-bake.hcl").read_text()
     assert re.search(r'variable "VERSION" \{\s*default = "' + re.escape(__version__) + '"', bake)
 
 
-def test_bake_file_builds_each_stack_and_each_workload_on_the_stack_its_dockerfile_names():
+def test_bake_file_builds_each_stack_and_each_workload_on_the_stack_and_dockerfile_the_catalog_gives():
     bake = (REPO / "images/_layers/docker-bake.hcl").read_text()
     for stack in STACKS:
         target = re.search(r'target "' + re.escape(stack.name) + r'" \{(.*?)\n\}', bake, re.S).group(1)
         assert f'dockerfile = "{stack.dockerfile}"' in target
         assert f'tags       = ["${{REGISTRY}}/{stack.name}:${{VERSION}}"]' in target
         assert f'{stack.arg} ' in bake.split('target "workload"')[1]
-    listed = re.search(r'result = contains\(\[([^\]]*)\], workload\) \? "vllm-base" : "base"', bake).group(1)
-    assert sorted(n.strip().strip('"') for n in listed.split(",")) == sorted(s.name for s in VLLM)
-    assert 'gpubench-stack = "target:${stack(WORKLOAD)}"' in bake
+    body = re.sub(r'variable "WORKLOAD" \{.*?\n\}', "", bake, flags=re.S)  # its default aside, no workload is named:
+    assert not [s.name for s in SPECS if f'"{s.name}"' in body]  # `python -m gpubench.images plan` says
+    assert 'gpubench-stack = "target:${STACK}"' in bake and "dockerfile = DOCKERFILE\n" in bake
+    assert re.search(r'variable "DOCKERFILE" \{\s*default = "' + re.escape(TEMPLATE) + '"', bake)
+    for arg in ("WORKLOAD", "STACK_IMAGE"):
+        assert re.search(rf"^\s+{arg}\s+= ", bake.split('target "workload"')[1], re.M)
 
 
 def test_ci_builds_every_stack_before_the_workloads_and_gives_each_its_cache():
@@ -164,9 +185,8 @@ def test_ci_builds_every_stack_before_the_workloads_and_gives_each_its_cache():
 
 @pytest.mark.parametrize("spec", VLLM, ids=lambda s: s.name)
 def test_vllm_images_build_on_the_vllm_stack_and_keep_its_transformers_4_57_6(spec):
-    path = REPO / "images" / spec.name / "Dockerfile"
-    assert stack_of(path) == VLLM_BASE
-    assert not any(r.repository == "vllm/vllm-openai" for r in image_refs(path))  # only the stack names it
+    assert stack_for(spec) == VLLM_BASE
+    assert not any(r.repository == "vllm/vllm-openai" for r in image_refs(dockerfile_of(spec)))  # only the stack
     locked = locked_versions(REPO / "images" / spec.name / "requirements.lock")
     assert locked["transformers"] == "4.57.6"
     assert "vllm" not in locked and "torch" not in locked  # the image brings them
@@ -189,7 +209,7 @@ def test_whisper_image_puts_torchs_cublas_and_cudnn_on_the_library_path():
 def test_build_context_holds_only_the_sources():
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[ignore.index("*"):][:1] == ["*"]
-    assert {"!gpubench/", "!workloads/", "!launcher/", "!images/", "!pyproject.toml"} <= set(ignore)
+    assert {"!gpubench/", "!workloads/", "!launcher/", "!images/", "!pyproject.toml", "!setup.py"} <= set(ignore)
 
 
 def test_image_rows_list_every_workload_with_its_reference_and_locked_versions(monkeypatch):

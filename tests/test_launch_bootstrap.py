@@ -23,7 +23,7 @@ SLOWER = [{"minute_s": 1.0}]
 def wheels(tmp_path_factory) -> Path:
     """A wheel folder holding gpubench, built from this checkout without the network."""
     src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     for name in ("gpubench", "workloads", "launcher"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))

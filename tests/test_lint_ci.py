@@ -61,3 +61,13 @@ def test_broken_workflow_fails_lint_naming_file_and_line(tmp_path):
     assert result.returncode == 1
     assert ".github/workflows/ci.yml:8:5: unexpected key \"step\"" in result.stdout
 
+
+
+def test_the_test_workflow_runs_ci_run_with_its_services_and_the_fast_layer_alone():
+    workflow = (REPO / ".github/workflows/test.yml").read_text()
+    steps = [line.strip().removeprefix("- ") for line in workflow.splitlines()]
+    runs = [step.removeprefix("run:").strip() for step in steps if step.startswith("run:")]
+    assert any(run.startswith("sudo ") and run.endswith("bash .ci/run") for run in runs), runs
+    assert "pytest -m fast" in runs
+    assert "pytest" not in runs  # never the bare suite without the services .ci/run starts
+    assert (REPO / ".ci/run").read_text().rstrip().endswith(".venv/bin/pytest")

@@ -10,7 +10,7 @@ from gpubench import reference
 from gpubench.catalog import WORKLOADS
 from gpubench.run.runner import cost_metrics
 from gpubench.schema import Metric
-from gpubench.workload import load_module
+from gpubench.workload import load
 
 # What nvidia-smi calls each GPU class the posts name.
 SMI_NAMES = {
@@ -24,7 +24,7 @@ SMI_NAMES = {
 
 def reportable_metrics(spec) -> set[str]:
     """The workload's declared metrics plus the cost metrics the runner adds from its cost basis."""
-    names = set(load_module(spec).METRICS)
+    names = set(load(spec).metrics)
     if spec.cost is not None:
         names |= set(cost_metrics(spec, {spec.cost.metric: Metric(value=1.0, unit="")}, usd_per_hour=1.0))
     return names

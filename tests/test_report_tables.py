@@ -17,9 +17,9 @@ def write_results(folder, gpu, setups, price=None, finished=True, workload="trai
     """A run folder of `workload` on `gpu`; setups: {setup: [{metric: value} per repeat]}, units as the workload
     declares them (and the runner's pct_of_peak); info: the non-numeric facts of every result."""
     from gpubench.catalog import WORKLOADS
-    from gpubench.workload import load_module
+    from gpubench.workload import load
 
-    declared = getattr(load_module(WORKLOADS.get(workload)), "METRICS", {}) if workload in WORKLOADS else {}
+    declared = load(WORKLOADS.get(workload)).metrics if workload in WORKLOADS else {}
     units = {name: (m.unit, m.better) for name, m in declared.items()} | {"pct_of_peak": ("%", "higher")}
     run_id = f"{workload}-20261130T000000Z-{abs(hash(folder.name)) % 10**6:06d}"
     folder.mkdir(parents=True)

@@ -19,7 +19,7 @@ from gpubench.results.summary import NO_PRICE, SMOKE_BANNER
 from gpubench.run import utilisation
 from gpubench.run.runner import Runner, RunRequest
 from gpubench.stores import RunDir
-from gpubench.workload import build_config
+from gpubench.workload import build_config, load
 
 RUN_ID = "runner-probe-20261130T000000Z-a1b2c3"
 PRICE = 3.6  # USD/h: a unit at 2 units/s costs 3.6 / 2 / 3600 = 0.0005 USD
@@ -45,9 +45,9 @@ class Config:
 SMOKE = {}
 METRICS = {"value": MetricDef("units", "higher"), "achieved_tflops": MetricDef("TFLOP/s", "higher"),
            "ratio": MetricDef("x", "higher"), "gap": MetricDef("units", "lower")}
-SETUPS = ("a1", "a2", "a3", "b1")
-SPEC = WorkloadSpec(name="runner-probe", title="t", study="runner probe", setups=SETUPS, gpus="none", gpu_count=0,
-                    min_gpu_memory_gb=0, expected_minutes=1, dependencies={}, module="runner_probe",
+SPEC = WorkloadSpec(name="runner-probe", title="t", study="runner probe", setups=("a1", "a2", "a3", "b1"),
+                    gpus="none", gpu_count=0, min_gpu_memory_gb=0, expected_minutes=1, dependencies={},
+                    module="runner_probe",
                     cost=CostBasis(metric="value", unit="unit", per=1, kind="rate"))
 
 def session_key(setup, config):
@@ -108,7 +108,7 @@ def probe(tmp_path, monkeypatch):
 
 def run(tmp_path, probe, setups, repeats=1, price=None, echo=None, smoke=False, verbose=False, **config):
     request = RunRequest(spec=probe.SPEC, setups=setups, repeats=repeats, smoke=smoke, run_id=RUN_ID,
-                         config=build_config(probe, False, {k: str(v) for k, v in config.items()}),
+                         config=build_config(load(probe.SPEC), False, {k: str(v) for k, v in config.items()}),
                          price_usd_per_hour=price, weights="random", weight_paths={"org/model": "/w/model"})
     run_dir = RunDir.create(tmp_path / "runs", RUN_ID, echo=io.StringIO())
     started = time.perf_counter()
@@ -247,4 +247,4 @@ def test_the_configs_dtype_when_the_result_names_none(tmp_path, probe):
     _, records, _ = run(tmp_path, probe, ["a1"], dtype="fp32")
     [result] = of(records, "result")
     assert result["metrics"]["pct_of_peak"]["value"] == pytest.approx(100 * 494.5 / 67)  # H100 fp32: 67 TFLOP/s
-    assert records[0]["config"] == dataclasses.asdict(build_config(probe, False, {"dtype": "fp32"}))
+    assert records[0]["config"] == dataclasses.asdict(build_config(load(probe.SPEC), False, {"dtype": "fp32"}))

@@ -15,7 +15,7 @@ from gpubench.catalog import WORKLOADS, CostBasis
 from gpubench.run.runner import Runner, RunRequest
 from gpubench.schema import SCHEMA_VERSION
 from gpubench.stores import RunDir
-from gpubench.workload import build_config, load_module
+from gpubench.workload import build_config, load
 
 RUN_ID = "first-matmul-20261130T000000Z-a1b2c3"
 # first-matmul has no cost basis of its own: one on its warm time shows the runner's plumbing.
@@ -24,7 +24,7 @@ PRICE = 7.2
 
 
 def run(tmp_path, spec, repeats, echo):
-    module = load_module(spec)
+    module = load(spec)
     request = RunRequest(spec=spec, setups=["matmul"], repeats=repeats, smoke=True, run_id=RUN_ID,
                          config=build_config(module, True, {}), price_usd_per_hour=PRICE, weights="random",
                          weight_paths={"org/none": None})

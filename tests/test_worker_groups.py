@@ -10,7 +10,7 @@ from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.run.runner import overall_status
 from gpubench.run.worker import Worker
 from gpubench.schema import parse_record
-from gpubench.workload import groups
+from gpubench.workload import groups, load
 
 SPEC = WorkloadSpec(name="contract-test", title="t", study="t", setups=tuple(workload.SETUPS), gpus="none",
                     gpu_count=0, min_gpu_memory_gb=0, expected_minutes=1, dependencies={}, module="contract_workload")
@@ -34,8 +34,8 @@ def run_group(setups, **config):
 
 def test_adjacent_setups_with_one_key_share_a_group_and_order_is_kept():
     config = workload.Config()
-    assert groups(workload, ["a1", "a2", "b1", "skip", "oom"], config) == [["a1", "a2"], ["b1"], ["skip", "oom"]]
-    assert groups(workload, ["a1", "b1", "a2"], config) == [["a1"], ["b1"], ["a2"]]  # never reordered
+    assert groups(load(SPEC), ["a1", "a2", "b1", "skip", "oom"], config) == [["a1", "a2"], ["b1"], ["skip", "oom"]]
+    assert groups(load(SPEC), ["a1", "b1", "a2"], config) == [["a1"], ["b1"], ["a2"]]  # never reordered
 
 
 def test_one_session_serves_the_group_and_its_numbers_come_once():
@@ -97,7 +97,7 @@ def test_derived_metrics_are_recorded_and_merged_into_the_summary(tmp_path):
     runner = Runner(RunRequest(spec=SPEC, setups=["a1", "a2", "b1"], repeats=1, smoke=False,
                                run_id="r", config=workload.Config()), run_dir, echo=lambda text: None)
     runner.results = run_group(["a1", "a2"]) + run_group(["b1"]) + run_group(["oom"])
-    runner._derive(workload, repeat=1)
+    runner._derive(load(SPEC), repeat=1)
     run_dir.close()
     derived = [json.loads(line) for line in (run_dir.path / "results.jsonl").read_text().splitlines()]
     assert [(d["kind"], d["setup"], d["metrics"]["speedup"]["value"]) for d in derived] == [

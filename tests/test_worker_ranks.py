@@ -13,13 +13,13 @@ import sys
 from gpubench.catalog import WORKLOADS
 from gpubench.run import worker
 from gpubench.schema import Progress, SetupResult, parse_record
-from gpubench.workload import build_config, load_module
+from gpubench.workload import build_config, load
 
 SETUP = "allreduce-2gpu"
 
 
 def job(**overrides):
-    module = load_module(WORKLOADS.get("ddp-scaling"))
+    module = load(WORKLOADS.get("ddp-scaling"))
     config = dataclasses.asdict(build_config(module, True, {}))
     config.update(overrides)
     return {"workload": "ddp-scaling", "setups": [SETUP], "repeat": 2, "run_id": "rid", "config": config,

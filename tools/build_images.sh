@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the project's images on the local Docker engine from its own Dockerfiles: the stacks (base: Dockerfile.base,
-# vllm-base: images/_layers/vllm-base/Dockerfile) and the workloads (images/<name>/Dockerfile) on them.
+# vllm-base: images/_layers/vllm-base/Dockerfile) and the workloads on them (the catalog's, each on the stack and from
+# the Dockerfile `python -m gpubench.images plan` names: its own images/<name>/Dockerfile or the template).
 #   bash tools/build_images.sh                  # every image
 #   bash tools/build_images.sh train-compile    # that workload and the stack under it
 #   bash tools/build_images.sh base vllm-base   # the stacks alone
-# Tags and build args are those of images/_layers/docker-bake.hcl: <REGISTRY>/<name>:<VERSION>, BASE_IMAGE or
-# VLLM_BASE_IMAGE (a workload's stack is the ARG its Dockerfile starts FROM), WEIGHTS, GPUBENCH_IMAGE*.
+# Tags and build args are those of images/_layers/docker-bake.hcl: <REGISTRY>/<name>:<VERSION>, WORKLOAD, the stack as
+# STACK_IMAGE, BASE_IMAGE and VLLM_BASE_IMAGE, WEIGHTS, GPUBENCH_IMAGE*.
 # Upstream images the engine has not got and cannot pull are replaced by stand-ins that tools/image_stand_ins.sh
 # makes here (docs/images.md says what they change); everything else builds exactly as on CI.
 # Environment: REGISTRY (ghcr.io/gpubench), VERSION (gpubench/__init__.py), WEIGHTS (none), GPUBENCH_BUILD_LOG
-# (a file the per-image build times are appended to).
+# (a file the per-image build times are appended to), PYTHON (python3: reads the catalog, needs nothing installed).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,17 @@ REGISTRY=${REGISTRY:-ghcr.io/gpubench}
 VERSION=${VERSION:-$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' gpubench/__init__.py)}
 WEIGHTS=${WEIGHTS:-none}
 STACKS=(base vllm-base)
-mapfile -t WORKLOADS < <(find images -mindepth 1 -maxdepth 1 -type d ! -name '_*' -printf '%f\n' | sort)
+declare -A STACK_OF=() DOCKERFILE_OF=()
+WORKLOADS=()
+plan=$(PYTHONPATH="$REPO" "${PYTHON:-python3}" -m gpubench.images plan) || {
+  echo "build_images.sh: cannot read the catalog (python -m gpubench.images plan failed)" >&2
+  exit 2
+}
+while read -r name stack dockerfile; do
+  WORKLOADS+=("$name")
+  STACK_OF[$name]=$stack
+  DOCKERFILE_OF[$name]=$dockerfile
+done <<< "$plan"
 
 say() { printf '[build-images] %s\n' "$*" >&2; }
 
@@ -26,14 +37,11 @@ dockerfile_of() {
   case $1 in
     base) echo Dockerfile.base ;;
     vllm-base) echo images/_layers/vllm-base/Dockerfile ;;
-    *) echo "images/$1/Dockerfile" ;;
+    *) echo "${DOCKERFILE_OF[$1]}" ;;
   esac
 }
 
-# The stack a workload starts FROM: the ARG of its Dockerfile's first stage that builds on a stack.
-stack_of() {
-  if grep -qE '^FROM \$\{VLLM_BASE_IMAGE\}' "$(dockerfile_of "$1")"; then echo vllm-base; else echo base; fi
-}
+stack_of() { echo "${STACK_OF[$1]}"; }
 
 # An ARG's default in a Dockerfile (the upstream image it names).
 arg_default() { sed -n "s/^ARG $2=//p" "$1" | head -n1; }
@@ -138,7 +146,8 @@ for name in "${wanted[@]}"; do
       continue
     fi
   fi
-  build "$name" --build-arg "BASE_IMAGE=$(tag_of base)" --build-arg "VLLM_BASE_IMAGE=$(tag_of vllm-base)" \
+  build "$name" --build-arg "WORKLOAD=$name" --build-arg "STACK_IMAGE=$(tag_of "$(stack_of "$name")")" \
+    --build-arg "BASE_IMAGE=$(tag_of base)" --build-arg "VLLM_BASE_IMAGE=$(tag_of vllm-base)" \
     --build-arg "WEIGHTS=$WEIGHTS" --build-arg "GPUBENCH_IMAGE=$REGISTRY/$name" \
     --build-arg "GPUBENCH_IMAGE_VERSION=$VERSION" --build-arg "GPUBENCH_GIT_COMMIT=$git_commit" "${extra[@]}" \
     || failed+=("$name")

@@ -1,6 +1,7 @@
 """The repository's checks on the workloads' images (run by tests/test_images_*.py on the real tree and on small bad
-ones): every registered workload has `images/<name>/`, Dockerfiles pin their base images and packages, locks are
-complete and hashed, versions are what the catalog declares, and a lock on a shared stack keeps the stack's pins.
+ones): every registered workload has `images/<name>/`, Dockerfiles (a workload's own or the template) pin their base
+images and packages, locks are complete and hashed, versions are what the catalog declares, a workload's own
+Dockerfile builds on the stack the catalog puts it on, and a lock on a shared stack keeps the stack's pins.
 Each check returns findings that name a file and a line.
 
     python tools/image_checks.py     # the real tree: prints each finding, exits 1 if there is any
@@ -22,8 +23,10 @@ from gpubench.images import (  # noqa: E402
     IMAGES,
     REPO,
     STACKS,
+    TEMPLATE,
     Finding,
     dockerfile_instructions,
+    dockerfile_of,
     image_provider,
     image_refs,
     image_sources,
@@ -32,6 +35,7 @@ from gpubench.images import (  # noqa: E402
     normalize,
     parse_requirements,
     relative,
+    stack_for,
     stack_of,
 )
 
@@ -137,17 +141,31 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
     """One workload's folder: files present, Dockerfile pinned, lock complete, versions as the catalog declares."""
     base = root / IMAGES / spec.name
     rel = f"{IMAGES}/{spec.name}"
-    dockerfile, req_in, lock = base / "Dockerfile", base / "requirements.in", base / "requirements.lock"
-    findings = [Finding(f"{rel}/{p.name}", 1, "missing") for p in (dockerfile, req_in) if not p.exists()]
+    dockerfile, req_in, lock = dockerfile_of(spec, root), base / "requirements.in", base / "requirements.lock"
+    findings = [Finding(relative(p, root), 1, "missing") for p in (dockerfile, req_in) if not p.exists()]
     findings += check_lock(lock, req_in, root)
     if not dockerfile.exists():
         return findings
-    findings += check_dockerfile(dockerfile, root)
-    text = dockerfile.read_text()
-    if f"{rel}/requirements.lock" not in text:
-        findings.append(Finding(f"{rel}/Dockerfile", 1, f"does not install {rel}/requirements.lock"))
+    stack = stack_for(spec)
+    own = relative(dockerfile, root) != TEMPLATE
+    if own:  # the template is checked once (main, the tests); a workload's own Dockerfile here
+        findings += check_dockerfile(dockerfile, root)
+        if f"{rel}/requirements.lock" not in dockerfile.read_text():
+            findings.append(Finding(f"{rel}/Dockerfile", 1, f"does not install {rel}/requirements.lock"))
+        named = stack_of(dockerfile)
+        if named is not None and named != stack:
+            findings.append(Finding(f"{rel}/Dockerfile", 1, f"builds on {named.name} (FROM ${{{named.arg}}}) but "
+                                    f"{CATALOG}:{_catalog_line(spec.name, root)} puts {spec.name} on {stack.name}"))
+    elif "images/${WORKLOAD}/requirements.lock" not in dockerfile.read_text():
+        findings.append(Finding(TEMPLATE, 1, "does not install images/${WORKLOAD}/requirements.lock"))
+    if req_in.exists():  # the study's versions are written once, in the catalog: lock_images.py adds them
+        for pin in parse_requirements(req_in, root)[0].values():
+            declared = {normalize(d): d for d in spec.dependencies}.get(pin.name)
+            if declared and pin.version and pin.path == f"{rel}/requirements.in":
+                findings.append(Finding(pin.path, pin.line, f"{pin.name}=={pin.version} is the catalog's pin "
+                                        f"({CATALOG}:{_catalog_line(spec.name, root)}): leave it out here"))
     pins, _ = parse_requirements(lock, root) if lock.exists() else ({}, [])
-    sources = image_sources(dockerfile, root)
+    sources = image_sources(dockerfile, root, stack)
     for dep, version in spec.dependencies.items():
         provider = image_provider(dep, sources)
         if provider is not None:
@@ -163,9 +181,7 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
         elif pin.version != version:
             findings.append(Finding(f"{rel}/requirements.lock", pin.line, f"{dep}=={pin.version} but {CATALOG}:"
                                     f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))
-    stack = stack_of(dockerfile)
-    if stack is not None:
-        findings += check_same_stack(lock, root / stack.lock, root)
+    findings += check_same_stack(lock, root / stack.lock, root)
     return findings
 
 
@@ -187,6 +203,7 @@ def main() -> int:
     findings = check_registry(WORKLOADS.names())
     for spec in WORKLOADS:
         findings += check_workload_image(spec)
+    findings += check_dockerfile(REPO / TEMPLATE)
     for stack in STACKS:
         findings += check_dockerfile(REPO / stack.dockerfile)
         findings += check_lock(REPO / stack.lock, REPO / stack.requirements_in)

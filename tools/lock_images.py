@@ -12,6 +12,8 @@ Needs uv (pip install uv) and PyPI, nothing else. Every lock is for linux x86_64
 - An image built on a stack is resolved with the stack's lock as constraints (and, on the vLLM stack, against what
   the vLLM image ships as well), so installing it over the stack only adds packages and never swaps one that is
   already there.
+- A workload's input is its requirements.in and the catalog's pins of it (gpubench/catalog.py `dependencies`, the one
+  place the study's versions are written; those an image brings, vllm and ollama, stay with its Dockerfile).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpubench.images import FROM_IMAGE, STACKS, image_refs, parse_requirements, stack_of  # noqa: E402
+from gpubench.catalog import WORKLOADS  # noqa: E402
+from gpubench.images import FROM_IMAGE, STACKS, dockerfile_of, image_refs, parse_requirements, stack_for  # noqa: E402
 
 PLATFORM = ["--python-version", "3.12", "--python-platform", "x86_64-manylinux_2_28"]
 # What vllm/vllm-openai:v0.11.0 installed: vllm's own requirements plus boto3 (its openai-base stage), resolved
@@ -64,21 +67,35 @@ def compile_lock(inputs: list[Path], output: Path, *, constraints: list[Path] = 
     output.write_text(text)
 
 
-def vllm_constraints(folder: Path, tag: str, work: Path, stack_lock: Path | None = None) -> Path:
-    """Pins of what the vLLM image ships, less those the folder's requirements.in pins itself, with the stack's lock."""
+CATALOG = "gpubench/catalog.py"
+
+
+def workload_input(name: str, work: Path) -> Path:
+    """The workload's requirements.in with the catalog's pins of it added: what its lock is resolved from."""
+    spec = WORKLOADS.get(name)
+    pins = [f"{dep}=={version}" for dep, version in spec.dependencies.items() if dep not in FROM_IMAGE]
+    path = work / f"{name}-with-catalog.in"
+    path.write_text(f"-r {(ROOT / 'images' / name / 'requirements.in').resolve()}\n" + "".join(f"{p}\n" for p in pins))
+    return path
+
+
+def vllm_constraints(folder: Path, tag: str, work: Path, stack_lock: Path | None = None,
+                     requirements: Path | None = None) -> Path:
+    """Pins of what the vLLM image ships, less those the workload's input pins itself, with the stack's lock."""
+    requirements = requirements or folder / "requirements.in"
     ships, date = VLLM_IMAGE_SHIPS[tag]
     shipped_in, shipped = work / f"vllm-{tag}.in", work / f"vllm-{tag}.txt"
     if not shipped.exists():
         shipped_in.write_text("\n".join(ships) + "\n")
         compile_lock([shipped_in], shipped, hashes=False, exclude_newer=date)
-    own = {name for name, pin in parse_requirements(folder / "requirements.in", ROOT)[0].items() if pin.version}
+    own = {name for name, pin in parse_requirements(requirements, ROOT)[0].items() if pin.version}
     kept = [line for line in shipped.read_text().splitlines()
             if line.strip() and line.split("==")[0].strip().lower().replace("_", "-") not in own]
     constraints = work / f"{folder.name}-ships.txt"
     constraints.write_text("\n".join(kept) + "\n")
     # vllm itself joins the resolution, so the added pins must also satisfy vllm's own requirements.
     everything_in = work / f"{folder.name}-with-vllm.in"
-    everything_in.write_text(f"-r {(folder / 'requirements.in').resolve()}\nvllm=={tag.removeprefix('v')}\n")
+    everything_in.write_text(f"-r {requirements.resolve()}\nvllm=={tag.removeprefix('v')}\n")
     everything = work / f"{folder.name}-with-vllm.txt"
     compile_lock([everything_in], everything, constraints=[constraints, *([stack_lock] if stack_lock else [])],
                  hashes=False)
@@ -90,19 +107,23 @@ def lock_image(name: str, output: Path, work: Path) -> None:
     stack = STACK.get(name)
     if stack is not None:
         folder, dockerfile, under = (ROOT / stack.lock).parent, ROOT / stack.dockerfile, None
+        requirements, label = folder / "requirements.in", {}
     else:
-        folder = ROOT / "images" / name
-        dockerfile = folder / "Dockerfile"
-        under = stack_of(dockerfile)
-    refs = image_refs(dockerfile) + (image_refs(ROOT / under.dockerfile) if under else [])
+        spec = WORKLOADS.get(name)
+        folder, dockerfile, under = ROOT / "images" / name, dockerfile_of(spec, ROOT), stack_for(spec)
+        requirements = workload_input(name, work)
+        label = {str(requirements): f"{CATALOG} ({name})",
+                 str((folder / "requirements.in").resolve()): f"images/{name}/requirements.in"}
+    refs = [r for r in image_refs(dockerfile) if r.written != "${STACK_IMAGE}"] + (
+        image_refs(ROOT / under.dockerfile) if under else [])
     vllm = [r for r in refs if r.repository == FROM_IMAGE["vllm"]]
     constraints = [ROOT / under.lock] if under else []
-    label = {str(ROOT / under.lock): under.lock} if under else {}
+    label.update({str(ROOT / under.lock): under.lock} if under else {})
     if vllm:
-        shipped = vllm_constraints(folder, vllm[0].tag, work, *constraints)
+        shipped = vllm_constraints(folder, vllm[0].tag, work, *constraints, requirements=requirements)
         constraints.insert(0, shipped)
         label[str(shipped)] = f"{vllm[0].ref} (what it ships)"
-    compile_lock([folder / "requirements.in"], output, constraints=constraints, label=label)
+    compile_lock([requirements], output, constraints=constraints, label=label)
 
 
 def main() -> int:
@@ -110,8 +131,7 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help="workloads to lock (default: all), or a stack: base, vllm-base")
     parser.add_argument("--check", action="store_true", help="fail if a lock is not what uv resolves now")
     args = parser.parse_args()
-    folders = sorted(p for p in (ROOT / "images").iterdir() if p.is_dir() and not p.name.startswith("_"))
-    names = args.names or [*STACK, *(p.name for p in folders)]  # the stacks first: the workloads' locks build on them
+    names = args.names or [*STACK, *WORKLOADS.names()]  # the stacks first: the workloads' locks build on them
     stale = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpubench import __version__  # noqa: E402
-from gpubench.images import STACKS, locked_versions, stack_of  # noqa: E402
+from gpubench.catalog import WORKLOADS  # noqa: E402
+from gpubench.images import STACKS, locked_versions, stack_for  # noqa: E402
 from gpubench.schema import RunFinished, SetupResult, parse_record  # noqa: E402
 
 DOCKER = os.environ.get("DOCKER", "docker")
@@ -73,7 +74,7 @@ def compressed_size(image: str) -> int:
 
 def lock_adds(name: str, image: str) -> tuple[list[str], int]:
     """The packages the workload's lock adds over its stack's lock, and their installed size inside the image."""
-    stack = stack_of(ROOT / "images" / name / "Dockerfile")
+    stack = stack_for(WORKLOADS.get(name))
     pins = locked_versions(ROOT / "images" / name / "requirements.lock")
     under = locked_versions(ROOT / stack.lock)
     added = sorted(set(pins) - set(under))
@@ -108,7 +109,7 @@ def measure(name: str) -> dict:
     row = {"name": name, "image": image, "size": info["Size"], "layers": len(info["RootFS"]["Layers"]),
            "compressed": compressed_size(image)}
     if name not in STACK:
-        stack = stack_of(ROOT / "images" / name / "Dockerfile").name
+        stack = stack_for(WORKLOADS.get(name)).name
         stack_size = json.loads(docker("image", "inspect", tag(stack)))[0]["Size"]
         added, size = lock_adds(name, image)
         row.update(stack=stack, over_stack=row["size"] - stack_size, lock_adds=added, lock_adds_size=size,

@@ -27,7 +27,7 @@ from gpubench.schema import (
     summarize_results,
     to_line,
 )
-from gpubench.workload import load_module
+from gpubench.workload import load
 
 GPUS = (("NVIDIA H200", 3.5), ("NVIDIA H100 80GB HBM3", 2.5), ("NVIDIA L40S", 0.86))  # (name, synthetic $/h)
 START = datetime(2026, 6, 1, tzinfo=UTC)
@@ -39,7 +39,7 @@ def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: 
     """One synthetic run folder; values: {setup: [{metric: value} per repeat]}, units as the workload declares;
     info: {setup: the info of each of its results} (a verdict, say)."""
     spec = WORKLOADS.get(workload)
-    declared = getattr(load_module(spec), "METRICS", {})
+    declared = load(spec).metrics
     run_id = f"{workload}-{when:%Y%m%dT%H%M%SZ}-{hashlib.sha256(str(folder).encode()).hexdigest()[:6]}"
     env = Environment(python="3.12", platform="synthetic", launcher="synthetic", gpus=[GpuInfo(name=gpu)],
                       gpu_count=1, price_usd_per_hour=price)
@@ -75,7 +75,7 @@ def generate(root: Path, runs: int, seed: int = 0, start: int = 0) -> list[Path]
         workload = names[i % len(names)]
         gpu, price = GPUS[(i // len(names)) % len(GPUS)]
         spec = WORKLOADS.get(workload)
-        metrics = list(getattr(load_module(spec), "METRICS", {}))[:6]
+        metrics = list(load(spec).metrics)[:6]
         when = START + timedelta(hours=i)
         factor = 1 + 0.3 * [g for g, _ in GPUS].index(gpu)
         values = {setup: [{m: 100 * factor * (1 + j) * (1 + k / 7) * rng.gauss(1, 0.01) for k, m in enumerate(metrics)}

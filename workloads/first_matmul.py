@@ -37,7 +37,6 @@ METRICS = {
     "warm_tflops": MetricDef("TFLOP/s", "higher", "2 size^3 / warm_matmul_ms"),
 }
 
-SETUPS = {"matmul": None}
 SETUP_NOTES = {"matmul": "import torch, create the CUDA context, one 4096x4096 matmul (the launcher times the rest)"}
 
 

@@ -72,24 +72,24 @@ def show(workload: str) -> None:
 
     from gpubench import config_fields
     from gpubench.run import utilisation
-    from gpubench.workload import load_module
+    from gpubench.workload import load
 
     spec = WORKLOADS.get(workload)
-    module = load_module(spec)
-    notes = getattr(module, "SETUP_NOTES", {})
+    definition = load(spec)
+    notes = definition.setup_notes
     lines = [f"{spec.name}: {spec.title}", f"study:  {spec.study}",
              f"gpus:   {spec.gpus}; at least {spec.min_gpu_memory_gb:g} GB; about {spec.expected_minutes:g} min",
              f"image:  {spec.image}", "", "setups:"]
     lines += [f"  {setup:<24} {notes.get(setup, '')}".rstrip() for setup in spec.setups]
     lines += ["", "config (--set NAME=VALUE; --smoke sets the values in brackets):"]
-    for field in dataclasses.fields(module.Config):
-        smoke = f"  [{module.SMOKE[field.name]!r}]" if field.name in module.SMOKE else ""
+    for field in dataclasses.fields(definition.config):
+        smoke = f"  [{definition.smoke[field.name]!r}]" if field.name in definition.smoke else ""
         declared = config_fields.declaration(field)
         lines.append(f"  {field.name:<24} {field.default!r}{smoke}")
-        allowed = config_fields.allowed(module.Config, field.name)
+        allowed = config_fields.allowed(definition.config, field.name)
         lines.append(f"      {declared.meaning if declared else ''}. Allowed: {allowed}")
     lines += ["", "metrics:"]
-    for name, metric in module.METRICS.items():
+    for name, metric in definition.metrics.items():
         better = f", {metric.better} is better" if metric.better else ""
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
@@ -195,7 +195,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     from gpubench import weights as weight_store
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
-    from gpubench.workload import build_config, load_module, parse_overrides
+    from gpubench.workload import build_config, load, parse_overrides
 
     spec = WORKLOADS.get(workload)
     if check_only:
@@ -203,7 +203,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     elif docker:
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
-        extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules)
+        extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules, torch="torch" in spec.dependencies)
     setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
     if not setups:
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
@@ -221,8 +221,8 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
     if not runid.is_run_id(run_id):
         raise CliError(f"bad run id {run_id!r}")
-    module = load_module(spec)
-    config = build_config(module, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
+    definition = load(spec)
+    config = build_config(definition, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
     if check_only:
         click.echo(f"gpubench: {workload}: arguments and config are valid", err=True)
         return
@@ -230,7 +230,7 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
     stores.check_local_dir(results_dir)
     weights_note = None
     if not docker:
-        needed = _weights_needed(module, spec, setups, config)
+        needed = definition.weights(setups, config)
         if smoke and weights == "auto" and any(weight_store.locate(repo) is None for repo in needed):
             # A smoke run tests the code path: without the study's weights it builds the models at smoke size.
             missing = [repo for repo in needed if weight_store.locate(repo) is None]
@@ -286,13 +286,6 @@ def _refuse_full_size_without_gpu(spec) -> None:
     if spec.gpu_count and not environment.gpu_names():
         raise CliError(f"no GPU found (nvidia-smi): the full-size {spec.name} study would run for hours on the CPU;"
                        " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
-
-
-def _weights_needed(module, spec, setups, config) -> list[str]:
-    """The repos the chosen setups load: the module says when it knows better than the catalog."""
-    if hasattr(module, "weights_for"):
-        return list(dict.fromkeys(repo for setup in setups for repo in module.weights_for(setup, config)))
-    return list(spec.weights)
 
 
 def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
@@ -526,7 +519,7 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
 def main(argv: list[str] | None = None) -> None:
     from gpubench.stores import StoreError
     from gpubench.weights import MissingWeights
-    from gpubench.workload import ConfigError, NotImplementedWorkload
+    from gpubench.workload import ConfigError, NotImplementedWorkload, WorkloadError
 
     try:
         cli.main(args=argv, prog_name="gpubench", standalone_mode=False)
@@ -538,7 +531,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"gpubench: error: {exc.format_message()}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload, MissingWeights, extras.MissingExtra) as exc:
+    except (UnknownName, StoreError, ConfigError, NotImplementedWorkload, WorkloadError, MissingWeights,
+            extras.MissingExtra) as exc:
         click.echo(f"gpubench: error: {exc}".splitlines()[0], err=True)
         sys.exit(EXIT_BAD_INPUT)
     sys.exit(EXIT_OK)

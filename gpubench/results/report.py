@@ -12,7 +12,6 @@ noise is never shown as a win: the noise rule is compare.py's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import ModuleType
 
 from gpubench import reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
@@ -23,7 +22,7 @@ from gpubench.results import compare, verdict
 from gpubench.results.stored_runs import StoredRun
 from gpubench.results.summary import cell, fmt, headline_metrics
 from gpubench.schema import MetricSummary, SetupResult, summarize
-from gpubench.workload import load_module
+from gpubench.workload import WorkloadDefinition, load
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
 REASON_CHARS = 120  # an error's one line in a table cell; the whole line stays in the run's records
@@ -58,7 +57,7 @@ class Row:
 @dataclass
 class WorkloadReport:
     spec: WorkloadSpec
-    module: ModuleType
+    workload: WorkloadDefinition
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
@@ -86,7 +85,7 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
 def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                     variant: dict[int, str] | None = None) -> WorkloadReport:
     """The workload's rows; `variant` labels each run's config (by id(run)) when the caller chose the labels."""
-    module = load_module(spec)
+    workload = load(spec)
     variant = variant or config_variants(runs)
     series = {id(run): (run.gpu, variant[id(run)], run.price_usd_per_hour, run.started.smoke) for run in runs}
     pooled: dict[tuple, list[tuple[StoredRun, SetupResult]]] = {}
@@ -119,10 +118,10 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                    if result.status != "ok" and result.error)),
                         verdict=verdict.per_setup([result for _, result in items]).get(setup, "")))
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
-    columns = [m for m in headline_metrics(module, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
+    columns = [m for m in headline_metrics(workload, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
     targets = list(dict.fromkeys(t for run in runs if (t := slo.of_config(run.started.config))))
-    return WorkloadReport(spec=spec, module=module, columns=columns, rows=rows, better=better, targets=targets)
+    return WorkloadReport(spec=spec, workload=workload, columns=columns, rows=rows, better=better, targets=targets)
 
 
 def config_variants(runs: list[StoredRun]) -> dict[int, str]:
@@ -315,7 +314,7 @@ def scaling_lines(report: WorkloadReport) -> list[ScalingLine]:
 
     The GPU count is the recipe's `gpus`; a recipe is plain when every other field is at its default.
     """
-    recipes = getattr(report.module, "SETUPS", None) or {}
+    recipes = report.workload.setups
     lines: dict[tuple[str, str], ScalingLine] = {}
     for row in report.rows:
         recipe = recipes.get(row.setup) if isinstance(recipes, dict) else None

@@ -10,10 +10,14 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import flops
 from gpubench.schema import MetricSummary, SetupSummary
+
+if TYPE_CHECKING:
+    from gpubench.workload import WorkloadDefinition
 
 NOISY_CV = 0.05
 SMOKE_BANNER = "--smoke: these numbers test the code path at a tiny size; they are not a benchmark."
@@ -26,11 +30,13 @@ class Column:
     unit: str
 
 
-def headline_metrics(module, reported: list[str]) -> list[str]:
-    """Of the metrics reported: the module's HEADLINE list, else its first four metrics; then memory and cost,
+def headline_metrics(workload: WorkloadDefinition | None, reported: list[str]) -> list[str]:
+    """Of the metrics reported: the workload's HEADLINE list, else its first four metrics (the first four reported
+    where no definition is at hand: the launcher imports no workload code); then memory and cost,
     then how close to the machine it ran (achieved TFLOP/s, share of the datasheet peak)."""
     machine = [flops.METRIC, flops.PEAK_METRIC]
-    chosen = list(getattr(module, "HEADLINE", None) or [m for m in getattr(module, "METRICS", {}) if m in reported][:4])
+    declared = list(workload.metrics) if workload is not None else reported
+    chosen = list((workload.headline if workload is not None else ()) or [m for m in declared if m in reported][:4])
     chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
@@ -66,10 +72,10 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
+def table(spec: WorkloadSpec, workload: WorkloadDefinition | None, summaries: list[SetupSummary],
           verdicts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
     """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given."""
-    metrics = headline_metrics(module, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
+    metrics = headline_metrics(workload, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
     header = ["setup", "status", "n", *[f"{m} ({units[m]})" for m in metrics]]

@@ -36,7 +36,7 @@ from gpubench.schema import (
     summarize_results,
 )
 from gpubench.stores import RunDir
-from gpubench.workload import groups, load_module
+from gpubench.workload import WorkloadDefinition, groups, load
 
 
 @dataclass
@@ -107,17 +107,17 @@ class Runner:
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
-        module = load_module(req.spec)
+        workload = load(req.spec)
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
-                for group in groups(module, req.setups, req.config):
+                for group in groups(workload, req.setups, req.config):
                     done = len(self.results)
                     self.run_dir.record(Progress(run_id=req.run_id, phase="setup", setup=group[0], repeat=repeat,
                                                  done=done, total=total))
                     self._echo(f"[{done + 1}/{total}] {req.spec.name} {', '.join(group)} (repeat {repeat})")
                     self._run_group(group, repeat, config)
-                self._derive(module, repeat)
+                self._derive(workload, repeat)
         except KeyboardInterrupt:
             status = "interrupted"
         if not self.verbose and any(r.status in ("error", "oom") for r in self.results):
@@ -127,19 +127,19 @@ class Runner:
                 time.perf_counter() - started, 3), summary=summarize_results(req.setups, self.results),
         )
         self.run_dir.record(finished)
-        self._write_summary(module, finished)
+        self._write_summary(workload, finished)
         return finished
 
-    def _write_summary(self, module, finished: RunFinished) -> None:
+    def _write_summary(self, workload: WorkloadDefinition, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
-        header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
+        header, rows = summary.table(req.spec, workload, finished.summary, verdict.per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))
         why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
-        for note in getattr(module, "table_notes", lambda config: [])(req.config):  # e.g. the latency target used
+        for note in workload.notes(req.config):  # e.g. the latency target used
             why += f"> {note}\n\n"
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
@@ -215,18 +215,18 @@ class Runner:
             result.info.update(judged(result).info())
         return result
 
-    def _derive(self, module, repeat: int) -> None:
+    def _derive(self, workload: WorkloadDefinition, repeat: int) -> None:
         """The workload's metrics across setups for this repeat, recorded and merged into its results."""
-        if not hasattr(module, "derive"):
+        if workload.derive is None:
             return
         ok = {r.setup: r for r in self.results if r.repeat == repeat and r.status == "ok"}
         if not ok:
             return
-        for setup, values in module.derive(self.request.config, list(ok.values())).items():
+        for setup, values in workload.derive(self.request.config, list(ok.values())).items():
             if setup not in ok or not values:
                 continue
-            metrics = {name: Metric(value=float(value), unit=module.METRICS[name].unit,
-                                    better=module.METRICS[name].better) for name, value in values.items()}
+            metrics = {name: Metric(value=float(value), unit=workload.metrics[name].unit,
+                                    better=workload.metrics[name].better) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
             self._echo(f"  {setup}: " + ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in metrics.items()))

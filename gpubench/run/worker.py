@@ -24,7 +24,7 @@ from gpubench.catalog import WORKLOADS
 from gpubench.ports import free_port
 from gpubench.run import utilisation
 from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
-from gpubench.workload import SetupContext, SetupSkipped, load_module, processes
+from gpubench.workload import SetupContext, SetupSkipped, WorkloadDefinition, load
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
 OOM_MARKERS = ("out of memory", "cublas_status_alloc_failed", "outofmemoryerror", "can't allocate memory")
@@ -97,13 +97,13 @@ class Worker:
                             price_usd_per_hour=job.get("price_usd_per_hour"), rank=self.rank,
                             world_size=self.world_size)
 
-    def result(self, setup: str, module, started: float, values=None, exc=None, extra=None,
+    def result(self, setup: str, workload: WorkloadDefinition | None, started: float, values=None, exc=None, extra=None,
                machine=None) -> SetupResult:
         """machine: the utilisation figures, after the workload's own metrics."""
         if exc is None:
             metrics = {}
             for name, value in {**(extra.metrics if extra else {}), **values, **(machine or {})}.items():
-                definition = metric_definition(module, name)
+                definition = metric_definition(workload, name)
                 metrics[name] = Metric(value=float(value), unit=definition.unit, better=definition.better)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
         else:
@@ -123,16 +123,16 @@ class Worker:
         started = time.perf_counter()
         session_ctx = None
         try:
-            module = load_module(WORKLOADS.get(self.job["workload"]))
-            config = module.Config(**self.job["config"])
+            workload = load(WORKLOADS.get(self.job["workload"]))
+            config = workload.config(**self.job["config"])
             with contextlib.ExitStack() as stack:
                 sampling = self._sampling(stack)
-                timed_phases = tuple(getattr(module, "TIMED_PHASES", utilisation.DEFAULT_TIMED_PHASES))
+                timed_phases = workload.timed_phases or utilisation.DEFAULT_TIMED_PHASES
                 session = None
-                if hasattr(module, "open_session"):
+                if workload.open_session is not None:
                     session_ctx = self.context(setups[0])
                     session = stack.enter_context(
-                        module.open_session(module.session_key(setups[0], config), config, session_ctx))
+                        workload.open_session(workload.session_key(setups[0], config), config, session_ctx))
                 for index, setup in enumerate(setups):
                     sampler = utilisation.Sampler(sampling[0]).start() if sampling else None
                     ctx = self.context(setup, sampler, timed_phases)
@@ -141,17 +141,17 @@ class Worker:
                     machine: dict[str, float] = {}
                     try:
                         try:
-                            values = module.run_setup(setup, config, ctx)
+                            values = workload.run_setup(setup, config, ctx)
                         finally:
                             machine = self._utilisation(ctx, sampler, sampling)
                         if index == 0 and session_ctx is not None:  # the session's own numbers, once
                             ctx.metrics = {**session_ctx.metrics, **ctx.metrics}
                             ctx.info = {**session_ctx.info, **ctx.info}
-                        result = self.result(setup, module, begun, values, extra=ctx, machine=machine)
+                        result = self.result(setup, workload, begun, values, extra=ctx, machine=machine)
                     except KeyboardInterrupt:
                         raise
                     except BaseException as exc:  # noqa: BLE001 - a failed setup is a result row
-                        result = self.result(setup, module, begun, exc=exc, extra=ctx)
+                        result = self.result(setup, workload, begun, exc=exc, extra=ctx)
                     self.emit(result)
         except KeyboardInterrupt:
             raise
@@ -183,11 +183,11 @@ class Worker:
         return figures.metrics
 
 
-def metric_definition(module, name: str):
+def metric_definition(workload: WorkloadDefinition | None, name: str):
     """A metric's unit and direction: the workload's METRICS, else the figures every result carries
     (utilisation). A metric declared in neither is a bug in the workload (KeyError)."""
-    if name in module.METRICS:
-        return module.METRICS[name]
+    if workload is not None and name in workload.metrics:
+        return workload.metrics[name]
     return utilisation.METRICS[name]
 
 
@@ -286,8 +286,8 @@ def _world_size(job: dict) -> int:
     if len(job["setups"]) != 1:
         return 1
     try:
-        module = load_module(WORKLOADS.get(job["workload"]))
-        return processes(module, job["setups"][0], module.Config(**job["config"]))
+        workload = load(WORKLOADS.get(job["workload"]))
+        return workload.processes_for(job["setups"][0], workload.config(**job["config"]))
     except Exception:  # noqa: BLE001 - run_group reports the same failure as a result row
         return 1
 

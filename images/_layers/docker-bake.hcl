@@ -1,9 +1,10 @@
-# Builds a workload's image together with the stack under it, in one buildx run (WORKLOAD picks the folder):
-#   WORKLOAD=sdxl docker buildx bake -f images/_layers/docker-bake.hcl workload --load
-#   WORKLOAD=sdxl WEIGHTS=bake docker buildx bake -f images/_layers/docker-bake.hcl workload --load
-# The stack a workload builds on (stack() below: base for Dockerfile.base, vllm-base for images/_layers/vllm-base)
-# is a named context of the workload build, so nothing has to be pushed first and no workload waits for the other
-# stack. CI (.github/workflows/images.yml) sets the rest.
+# Builds a workload's image together with the stack under it, in one buildx run. The catalog says which stack and
+# which Dockerfile (its own images/<name>/Dockerfile, else the template images/_layers/workload/Dockerfile):
+#   env WORKLOAD=sdxl $(python -m gpubench.images bake-env sdxl) docker buildx bake -f images/_layers/docker-bake.hcl workload --load
+#   env WORKLOAD=sdxl WEIGHTS=bake $(python -m gpubench.images bake-env sdxl) docker buildx bake -f images/_layers/docker-bake.hcl workload --load
+# The stack (STACK: base for Dockerfile.base, vllm-base for images/_layers/vllm-base) is a named context of the
+# workload build, so nothing has to be pushed first and no workload waits for the other stack. CI
+# (.github/workflows/images.yml) sets the rest.
 
 variable "WORKLOAD" {
   default = "first-matmul"
@@ -20,17 +21,17 @@ variable "GIT_COMMIT" {
 variable "WEIGHTS" {
   default = "none"
 }
+# The workload's stack and Dockerfile: `python -m gpubench.images bake-env WORKLOAD` prints both from the catalog.
+variable "STACK" {
+  default = "base"
+}
+variable "DOCKERFILE" {
+  default = "images/_layers/workload/Dockerfile"
+}
 
 # CI replaces this with docker/metadata-action's tags and labels.
 target "docker-metadata-action" {
   tags = ["${REGISTRY}/${WORKLOAD}:${VERSION}"]
-}
-
-# The workloads whose Dockerfile starts FROM ${VLLM_BASE_IMAGE}; every other one starts FROM ${BASE_IMAGE}
-# (tests/test_images_tree.py holds this list to the Dockerfiles).
-function "stack" {
-  params = [workload]
-  result = contains(["ollama-vs-vllm", "vllm-fp8", "vllm-prefix-cache", "vllm-serving"], workload) ? "vllm-base" : "base"
 }
 
 # The torch stack: CUDA 12.8 (base flavour), torch 2.8.0 from PyPI with its CUDA libraries.
@@ -50,11 +51,13 @@ target "vllm-base" {
 target "workload" {
   inherits   = ["docker-metadata-action"]
   context    = "."
-  dockerfile = "images/${WORKLOAD}/Dockerfile"
+  dockerfile = DOCKERFILE
   contexts = {
-    gpubench-stack = "target:${stack(WORKLOAD)}"
+    gpubench-stack = "target:${STACK}"
   }
   args = {
+    WORKLOAD               = WORKLOAD
+    STACK_IMAGE            = "gpubench-stack"
     BASE_IMAGE             = "gpubench-stack"
     VLLM_BASE_IMAGE        = "gpubench-stack"
     WEIGHTS                = WEIGHTS

@@ -1,0 +1,43 @@
+"""The test layers come from a rule in conftest.py, not from hand-written marks: what needs an engine is `engine`,
+logic in the test process is `fast`, and pyproject.toml registers both."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import conftest
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+def item(fixtures=(), skip_reason=None):
+    marks = [pytest.mark.skipif(True, reason=skip_reason).mark] if skip_reason else []
+    return SimpleNamespace(fixturenames=list(fixtures), iter_markers=lambda name: iter(marks))
+
+
+def test_tests_that_need_an_engine_are_found_by_their_fixtures_skips_or_helpers():
+    assert conftest._needs_engine(item(["tmp_path", "s3_bucket"]), "")
+    assert conftest._needs_engine(item(skip_reason="no chromium on PATH (.ci/run installs Debian's chromium)"), "")
+    assert conftest._needs_engine(item(skip_reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it"), "")
+    assert conftest._needs_engine(item(), (TESTS / "test_docker_engine_parity.py").read_text())
+    assert not conftest._needs_engine(item(["tmp_path", "monkeypatch"]), (TESTS / "test_schema.py").read_text())
+
+
+def test_fast_means_no_subprocess_workload_or_torch():
+    assert conftest._fast((TESTS / "test_schema.py").read_text())
+    assert conftest._fast((TESTS / "test_workload_definition.py").read_text())
+    assert not conftest._fast((TESTS / "test_run_smoke.py").read_text())  # a real CLI run
+    assert not conftest._fast((TESTS / "test_add_a_workload.py").read_text())
+
+
+def test_the_markers_are_registered_and_strict():
+    options = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert {m.split(":")[0] for m in options["markers"]} == {"fast", "engine"}
+    assert "--strict-markers" in options["addopts"]
+
+
+def test_this_module_is_in_the_fast_layer(request):
+    assert request.node.get_closest_marker("fast") is not None
