@@ -109,7 +109,7 @@ class LoadSpec:
         if self.processes is not None:
             return min(self.processes, self.requests)
         cores = cores or len(os.sched_getaffinity(0))
-        wanted = math.ceil(self.concurrency / USERS_PER_PROCESS)
+        wanted = math.ceil(min(self.users, self.requests) / USERS_PER_PROCESS) if self.users else 1
         if self.rate is not None:
             wanted = max(wanted, math.ceil(self.rate / RATE_PER_PROCESS))
         return max(1, min(wanted, cores // 4, self.requests))
