@@ -58,6 +58,7 @@ def run_shares(load: Plan, processes: int, progress) -> list[ShareResult]:
         start = time.perf_counter() + START_LEAD_S
         for pipe in pipes:
             pipe.send(("start", start))
+        progress("timed", 0, len(load.bodies))
         ticker, results = Ticker(progress, len(load.bodies)), {}
         while len(results) < processes:
             for pipe in wait([p for i, p in enumerate(pipes) if i not in results], timeout=POLL_S):

@@ -146,7 +146,8 @@ def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = Tru
     if processes == 1:
         ticker = Ticker(progress, len(load.bodies))
         progress("warmup", 0, len(load.warm_bodies))
-        shares = [asyncio.run(drive_share(load, 0, 1, LocalCounter(), ticker.tick, time.thread_time))]
+        shares = [asyncio.run(drive_share(load, 0, 1, LocalCounter(), ticker.tick, time.thread_time,
+                                          on_start=lambda: progress("timed", 0, len(load.bodies))))]
     else:
         from gpubench.loadgen import fanout
 
@@ -166,7 +167,8 @@ def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = Tru
 
 
 async def drive_share(load: Plan, share: int, shares: int, counter, done: Callable[[], None],
-                      clock: Callable[[], float], start_at: Callable[[], float] | None = None) -> ShareResult:
+                      clock: Callable[[], float], start_at: Callable[[], float] | None = None,
+                      on_start: Callable[[], None] = lambda: None) -> ShareResult:
     """One client process's part of the load: its warm-up requests, then (closed loop) its users taking the
     next request index from `counter` or (open loop) every `shares`-th arrival from the `share`-th. `start_at`
     (several processes) blocks until every process is warm and returns the common start time."""
@@ -190,6 +192,7 @@ async def drive_share(load: Plan, share: int, shares: int, counter, done: Callab
         gc.collect()
         gc.freeze()  # what exists now is never collected again: fewer and shorter pauses while timing
         started = start_at() if start_at else time.perf_counter()
+        on_start()
         if (wait := started - time.perf_counter()) > 0:
             await asyncio.sleep(wait)
         cpu = clock()

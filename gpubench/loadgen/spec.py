@@ -16,6 +16,7 @@ ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 # latency (every chunk waits for the chunks the loop handles before it), not throughput.
 USERS_PER_PROCESS = 16
 RATE_PER_PROCESS = 250.0
+PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"  # sets the count where no spec field does (the serving studies)
 
 
 class LoadSpecError(ValueError):
@@ -77,6 +78,8 @@ class LoadSpec:
             raise LoadSpecError(f"burstiness must be a positive number (got {self.burstiness})")
         if self.processes is not None and self.processes < 1:
             raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
+        if (env := os.environ.get(PROCESSES_VARIABLE)) and not (env.isdigit() and int(env) >= 1):
+            raise LoadSpecError(f"{PROCESSES_VARIABLE}={env!r}: give a whole number of client processes, at least 1")
         for name in ("warmup", "input_tokens", "prefix_tokens"):
             if (getattr(self, name) or 0) < 0:
                 raise LoadSpecError(f"{name} must not be negative (got {getattr(self, name)})")
@@ -104,10 +107,12 @@ class LoadSpec:
         return self.warmup if self.warmup is not None else 2 * self.concurrency
 
     def client_processes(self, cores: int | None = None) -> int:
-        """The given count, else one per USERS_PER_PROCESS users (or RATE_PER_PROCESS requests/s), on at most
-        a quarter of the cores (the rest are the server's), and never more processes than requests."""
-        if self.processes is not None:
-            return min(self.processes, self.requests)
+        """The given count (the field, else $GPUBENCH_CLIENT_PROCESSES), else one per USERS_PER_PROCESS users
+        (or RATE_PER_PROCESS requests/s), on at most a quarter of the cores (the rest are the server's), and never
+        more processes than requests."""
+        given = self.processes or int(os.environ.get(PROCESSES_VARIABLE) or 0)
+        if given:
+            return min(given, self.requests)
         cores = cores or len(os.sched_getaffinity(0))
         wanted = math.ceil(min(self.users, self.requests) / USERS_PER_PROCESS) if self.users else 1
         if self.rate is not None:
