@@ -29,9 +29,7 @@ from importlib import resources
 from gpubench.measure import flops
 
 VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "client-bound", "throttled", "undetermined")
-# The host's processes the utilisation sampler tells apart (run/utilisation.py ROLE_LABELS), for a basis's words.
-HOST_ROLES = {"api_server_thread_pct": "vLLM's API server", "engine_core_thread_pct": "vLLM's engine core",
-              "client_thread_pct": "gpubench's load generator"}
+
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
 
 
@@ -99,7 +97,7 @@ def judge(values: dict[str, float]) -> Verdict:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
     if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
-        figures.update({name: values[name] for name in HOST_ROLES if name in values})
+        figures.update({name: values[name] for name in _host_roles() if name in values})
         return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
                                      f" thread{_whose(values, thread)} used {thread:.0f}% of a core (>="
                                      f" {t['saturated_thread']:.0f}%)", figures)
@@ -124,9 +122,16 @@ def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:
                                    f"{thread:.0f}%", figures)
 
 
+def _host_roles() -> dict[str, str]:
+    """The host's processes the utilisation sampler tells apart (data/process_roles.csv): metric -> label."""
+    from gpubench.run.utilisation import ROLE_LABELS
+
+    return {f"{role}_thread_pct": label for role, label in ROLE_LABELS.items()}
+
+
 def _whose(values: dict[str, float], thread: float) -> str:
     """' (vLLM's engine core)' when a sampled role's busiest thread is the host's busiest (within 5 points)."""
-    shares = {label: values[name] for name, label in HOST_ROLES.items() if name in values}
+    shares = {label: values[name] for name, label in _host_roles().items() if name in values}
     if not shares:
         return ""
     label, share = max(shares.items(), key=lambda item: item[1])

@@ -22,7 +22,6 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import cache
 from importlib import resources
 
 from gpubench.workload import MetricDef
@@ -56,8 +55,15 @@ METRICS = {
     "busiest_thread_pct": MetricDef("% of a core", None, "the busiest host thread's share of one core, mean"),
     "busiest_thread_p90_pct": MetricDef("% of a core", None, "the busiest host thread's share, 90th percentile"),
 }
-ROLE_LABELS = {"client": "gpubench's load generator", "api_server": "vLLM's API server",
-               "engine_core": "vLLM's engine core"}
+
+
+def _role_rows() -> list[dict[str, str]]:
+    text = resources.files("gpubench").joinpath("data", "process_roles.csv").read_text(encoding="utf-8")
+    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+
+
+ROLE_ROWS = _role_rows()
+ROLE_LABELS = {row["role"]: row["label"] for row in ROLE_ROWS}
 METRICS.update({f"{role}_thread_pct": MetricDef("% of a core", None, f"the busiest thread of {label}, mean")
                 for role, label in ROLE_LABELS.items()})
 
@@ -219,13 +225,6 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-@cache
-def role_patterns() -> list[tuple[str, str, str]]:
-    text = resources.files("gpubench").joinpath("data", "process_roles.csv").read_text(encoding="utf-8")
-    rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
-    return [(row["role"], row["field"], row["pattern"]) for row in rows]
-
-
 def process_role(pid: int) -> str | None:
     """The role data/process_roles.csv gives this process (by its comm or command line), or None."""
     try:
@@ -233,9 +232,9 @@ def process_role(pid: int) -> str | None:
         cmdline = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
-    for role, where, pattern in role_patterns():
-        if pattern in (comm if where == "comm" else cmdline):
-            return role
+    for row in ROLE_ROWS:
+        if row["pattern"] in (comm if row["field"] == "comm" else cmdline):
+            return row["role"]
     return None
 
 
