@@ -46,5 +46,7 @@ def test_client_processes_follow_the_users_and_leave_most_cores_to_the_server():
     assert LoadSpec(base_url="http://h:1", model="m", users=1).client_processes(cores=16) == 1
     assert LoadSpec(base_url="http://h:1", model="m", users=None, rate=600, requests=1000).client_processes(64) == 3
     assert LoadSpec(base_url="http://h:1", model="m", users=64, processes=3).client_processes(cores=2) == 3
+    assert LoadSpec(base_url="http://h:1", model="m", users=2, processes=4).client_processes() == 2  # a user each
+    assert LoadSpec(base_url="http://h:1", model="m", users=3, rate=9, processes=8).client_processes() == 3
     assert LoadSpec(base_url="http://h:1", model="m", users=64, requests=320).warmup_requests == 128
     assert LoadSpec(base_url="http://h:1", model="m", users=64, warmup=0).warmup_requests == 0

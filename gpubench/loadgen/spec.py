@@ -109,15 +109,16 @@ class LoadSpec:
     def client_processes(self, cores: int | None = None) -> int:
         """The given count (the field, else $GPUBENCH_CLIENT_PROCESSES), else one per USERS_PER_PROCESS users
         (or RATE_PER_PROCESS requests/s), on at most a quarter of the cores (the rest are the server's), and never
-        more processes than requests."""
+        more processes than requests or users (each process has one user, or one in-flight slot, at least)."""
+        most = min(self.requests, self.users or self.requests)
         given = self.processes or int(os.environ.get(PROCESSES_VARIABLE) or 0)
         if given:
-            return min(given, self.requests)
+            return min(given, most)
         cores = cores or len(os.sched_getaffinity(0))
         wanted = math.ceil(min(self.users, self.requests) / USERS_PER_PROCESS) if self.users else 1
         if self.rate is not None:
             wanted = max(wanted, math.ceil(self.rate / RATE_PER_PROCESS))
-        return max(1, min(wanted, cores // 4, self.requests))
+        return max(1, min(wanted, cores // 4, most))
 
     @property
     def url(self) -> str:
