@@ -37,10 +37,13 @@ def vllm_cpu_pct(series_path: Path, result: dict) -> float | None:
     series = json.loads(series_path.read_text())["samples"]
     end = datetime.strptime(result["date"], "%Y%m%d-%H%M%S").timestamp() + 1.0  # the stamp is whole seconds
     start = end - result["duration"]
-    inside = [(t, row) for t, row in series if start <= t <= end]
-    if len(inside) < 2:
+    # the samples around the window: the last before it starts and the first after it ends (a short load may fall
+    # between two samples)
+    before = [(t, row) for t, row in series if t <= start] or series[:1]
+    after = [(t, row) for t, row in series if t >= end] or series[-1:]
+    (t0, first), (t1, last) = before[-1], after[0]
+    if t1 <= t0:
         return None
-    (t0, first), (t1, last) = inside[0], inside[-1]
     shares = [(last[pid] - first.get(pid, 0.0)) / (t1 - t0) for pid in last]
     return 100.0 * max(shares) if shares else None
 
