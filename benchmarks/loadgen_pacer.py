@@ -33,7 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     with streaming_server.running(ttft_ms=5, token_ms=1) as url:
         spec = LoadSpec(base_url=url, model="m", users=None, rate=args.rate, burstiness=args.burstiness,
-                        requests=args.requests, warmup=50, input_tokens=8, output_tokens=4, ignore_eos=True,
+                        requests=args.requests, input_tokens=8, output_tokens=4, ignore_eos=True,
                         processes=args.processes)
         run = run_load(spec)
     m = run.metrics()
