@@ -22,6 +22,9 @@
 # SERVER_EXTRA (more server flags, after the study's), PORT, LIMIT_S (stop starting rounds after this many seconds).
 set -u
 OUT=${OUT:?set OUT to a folder}; D=$OUT/peer; mkdir -p "$D"
+if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh ran, and the pieces are incomplete
+  echo "vLLM is not unpacked yet (VLLM_READY=$VLLM_READY): carry the remaining .vllm-h200 pieces first"; exit 3
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}; GPUBENCH=${GPUBENCH:-gpubench}
 LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
