@@ -38,8 +38,9 @@ class SharedCounter:
         return index
 
 
-def run_shares(load: Plan, processes: int, progress) -> list[ShareResult]:
-    """Run the plan's load from `processes` client processes; their results in share order."""
+def run_shares(load: Plan, processes: int, progress, on_timed=lambda: None) -> list[ShareResult]:
+    """Run the plan's load from `processes` client processes; their results in share order. on_timed runs when
+    every process is warm, before the start time is set."""
     ctx = multiprocessing.get_context("spawn")
     counter, done = ctx.Value("q", 0), ctx.Value("q", 0)
     pipes, workers = [], []
@@ -55,10 +56,11 @@ def run_shares(load: Plan, processes: int, progress) -> list[ShareResult]:
             workers.append(worker)
         for pipe in pipes:
             _expect(pipe, "ready")
+        on_timed()
+        progress("timed", 0, len(load.bodies))
         start = time.perf_counter() + START_LEAD_S
         for pipe in pipes:
             pipe.send(("start", start))
-        progress("timed", 0, len(load.bodies))
         ticker, results = Ticker(progress, len(load.bodies)), {}
         while len(results) < processes:
             for pipe in wait([p for i, p in enumerate(pipes) if i not in results], timeout=POLL_S):

@@ -138,20 +138,27 @@ def plan(spec: LoadSpec) -> Plan:
     return Plan(spec, [prepared(p) for p in timed], [prepared(p) for p in warm], due)
 
 
-def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = True) -> LoadRun:
-    """Send the spec's load and return what happened; with check, fail past the allowed error rate."""
+def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = True,
+             on_timed: Callable[[], None] = lambda: None) -> LoadRun:
+    """Send the spec's load and return what happened; with check, fail past the allowed error rate.
+    on_timed runs once the warm-up is over, before the first timed request (a server's counters read there
+    are the timed requests' own)."""
     progress = progress or (lambda *args, **kwargs: None)
     load = plan(spec)
     processes = spec.client_processes()
     if processes == 1:
         ticker = Ticker(progress, len(load.bodies))
         progress("warmup", 0, len(load.warm_bodies))
+        def timed() -> None:
+            on_timed()
+            progress("timed", 0, len(load.bodies))
+
         shares = [asyncio.run(drive_share(load, 0, 1, LocalCounter(), ticker.tick, time.thread_time,
-                                          on_start=lambda: progress("timed", 0, len(load.bodies))))]
+                                          on_start=timed))]
     else:
         from gpubench.loadgen import fanout
 
-        shares = fanout.run_shares(load, processes, progress)
+        shares = fanout.run_shares(load, processes, progress, on_timed)
     records: list[RequestRecord | None] = [None] * len(load.bodies)
     for share in shares:
         for record in share.records:
@@ -171,7 +178,8 @@ async def drive_share(load: Plan, share: int, shares: int, counter, done: Callab
                       on_start: Callable[[], None] = lambda: None) -> ShareResult:
     """One client process's part of the load: its warm-up requests, then (closed loop) its users taking the
     next request index from `counter` or (open loop) every `shares`-th arrival from the `share`-th. `start_at`
-    (several processes) blocks until every process is warm and returns the common start time."""
+    (several processes) blocks until every process is warm and returns the common start time; else on_start
+    runs between the warm-up and the start."""
     spec = load.spec
     pool = Pool(Target.parse(spec.url))
     users = split(spec.users, shares)[share]
@@ -191,8 +199,9 @@ async def drive_share(load: Plan, share: int, shares: int, counter, done: Callab
                                  f" {bad[0].error}"[:500])
         gc.collect()
         gc.freeze()  # what exists now is never collected again: fewer and shorter pauses while timing
+        if start_at is None:
+            on_start()
         started = start_at() if start_at else time.perf_counter()
-        on_start()
         if (wait := started - time.perf_counter()) > 0:
             await asyncio.sleep(wait)
         cpu = clock()
