@@ -268,6 +268,7 @@ async def _open_loop(send, bodies: dict, due: list[tuple[int, float]], cap: int 
         while time.perf_counter() < at:  # the last stretch: epoll's whole-millisecond timeouts would overshoot
             await asyncio.sleep(0)
         tasks.append(asyncio.create_task(one(index, at)))
+        await asyncio.sleep(0)  # the task writes its request now; a late pacer would otherwise queue several first
     return list(await asyncio.gather(*tasks))
 
 
