@@ -51,6 +51,9 @@ def test_too_many_failures_fail_the_run_with_the_count(tmp_path):
     (["--base-url", "http://localhost:1", "--model", "m", "--users", "0"], "users must be at least 1"),
     (["--base-url", "http://localhost:1", "--model", "m", "--rate", "-2"], "rate must be a positive"),
     (["--base-url", "http://localhost:1", "--model", "m", "--price", "0"], "--price must be a positive"),
+    (["--base-url", "http://localhost:1", "--model", "m", "--processes", "0"], "processes must be at least 1"),
+    (["--base-url", "http://localhost:1", "--model", "m", "--rate", "5", "--burstiness", "0"],
+     "burstiness must be a positive"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     result = gpubench("loadgen", *args, cwd=tmp_path)

@@ -187,3 +187,32 @@ def test_switched_off_by_the_variable(monkeypatch):
     assert not u.enabled()
     monkeypatch.setenv(u.OFF_VARIABLE, "on")
     assert u.enabled()
+
+
+def test_a_child_named_as_a_client_is_sampled_under_its_role_and_a_server_by_its_command_line():
+    import subprocess
+    import sys
+
+    # a spinning child that names itself as fanout.py's client processes do, and an idle one whose command line
+    # reads like vLLM's API server
+    spinner = subprocess.Popen([sys.executable, "-c", "import ctypes; ctypes.CDLL(None).prctl(15, b'gpubench-client',"
+                                " 0, 0, 0); print(1, flush=True)\nwhile True: pass"], stdout=subprocess.PIPE)
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)",
+                               "vllm.entrypoints.openai.api_server"])
+    try:
+        spinner.stdout.readline()  # renamed
+        assert u.process_role(spinner.pid) == "client" and u.process_role(server.pid) == "api_server"
+        assert u.process_role(os.getpid()) is None
+        sampler = u.Sampler(None, interval=0.02).start()
+        sampler.mark(True)
+        time.sleep(0.8)
+        got = sampler.stop()
+    finally:
+        for proc in (spinner, server):
+            proc.kill()
+            proc.wait()
+    # the spinner is the busiest thread (a share of a shared core: the machine may be busy), the server idles
+    assert got.metrics["client_thread_pct"] > 2
+    assert got.metrics["client_thread_pct"] > 0.8 * got.metrics["busiest_thread_pct"]
+    assert got.metrics.get("api_server_thread_pct", 0) < 0.2 * got.metrics["client_thread_pct"]
+    assert "gpubench's load generator" in got.info["busiest_thread"]

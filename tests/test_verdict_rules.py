@@ -104,3 +104,21 @@ def test_per_setup_names_one_label_or_the_mix():
                result("b", label="host-bound"), result("b", label="undetermined", repeat=2),
                result("c", status="error")]
     assert verdict.per_setup(results) == {"a": "host-bound", "b": "host-bound (1/2), undetermined (1/2)"}
+
+
+def test_client_bound_when_a_load_generator_process_passes_its_share_of_a_core():
+    at = T["client_saturated"]
+    assert label(gpu(client_cpu_pct=at + 1, pct_of_peak=T["compute_bound_peak"])) == "client-bound"
+    assert label(gpu(client_thread_pct=at + 1, gpu_busy_pct=30.0)) == "client-bound"
+    assert label(gpu(client_cpu_pct=at, gpu_busy_pct=30.0, busiest_thread_pct=99.0)) == "host-bound"
+    v = verdict.judge(gpu(client_cpu_pct=97.0))
+    assert "97% of a core" in v.basis and v.figures["client_cpu_pct"] == 97.0
+
+
+def test_host_bound_names_the_server_process_whose_thread_is_the_busiest():
+    v = verdict.judge(gpu(gpu_busy_pct=40.0, busiest_thread_pct=98.0, api_server_thread_pct=97.0,
+                          engine_core_thread_pct=60.0, client_thread_pct=20.0))
+    assert v.label == "host-bound" and "(vLLM's API server)" in v.basis and v.figures["engine_core_thread_pct"] == 60
+    v = verdict.judge(gpu(gpu_busy_pct=40.0, busiest_thread_pct=98.0, engine_core_thread_pct=97.0))
+    assert "(vLLM's engine core)" in v.basis
+    assert "(" not in verdict.judge(gpu(gpu_busy_pct=40.0, busiest_thread_pct=98.0)).basis.split("thread")[1][:3]

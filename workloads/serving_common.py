@@ -212,7 +212,7 @@ def measure_load(session: Session, ctx: SetupContext, target: slo.Target | None 
 
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, **spec_fields)
     before = session.counters()
-    run = run_load(spec, progress=ctx.progress)
+    run = run_load(spec, progress=ctx.progress, on_timed=lambda: before.update(session.counters()))  # after warm-up
     after = session.counters()
     metrics = run.metrics()
     delta = {name: after[name] - before.get(name, 0.0) for name in after}

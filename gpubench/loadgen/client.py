@@ -26,6 +26,7 @@ class RequestRecord:
     index: int
     ok: bool
     sent: float | None = None  # perf_counter when the request was written (None: it never was)
+    schedule_delay_s: float = 0.0  # open loop: sent - when it was due (the pacer's lateness and any wait for a slot)
     error_kind: str | None = None  # http_500, timeout, connection, stream_error, no_tokens, incomplete...
     error: str | None = None
     ttft_s: float | None = None  # to the first chunk carrying a token
@@ -44,6 +45,11 @@ class RequestRecord:
         return self.completion_tokens if self.completion_tokens is not None else self.tokens_received
 
     @property
+    def e2e_from_schedule_s(self) -> float | None:
+        """E2E from when the request was due: what a user arriving then waits, the client's queueing included."""
+        return None if self.e2e_s is None else self.e2e_s + self.schedule_delay_s
+
+    @property
     def tpot_s(self) -> float | None:
         """Time per output token after the first, as vLLM's benchmark defines it."""
         if self.ttft_s is None or self.last_token_s is None or self.output_tokens < 2:
@@ -59,6 +65,7 @@ class RawResponse:
     index: int
     start: float
     prompt_tokens_sent: int | None
+    due: float | None = None  # open loop: the perf_counter time it was scheduled for
     reads: list[bytes] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     error_kind: str | None = None
@@ -88,9 +95,10 @@ def headers() -> dict[str, str]:
     return out
 
 
-async def send(pool: Pool, request: bytes, index: int, prompt_tokens: int | None, timeout: float) -> RawResponse:
+async def send(pool: Pool, request: bytes, index: int, prompt_tokens: int | None, timeout: float,
+               due: float | None = None) -> RawResponse:
     """Send one prepared request on a pooled connection and keep its response as it arrived."""
-    raw = RawResponse(index=index, start=0.0, prompt_tokens_sent=prompt_tokens)
+    raw = RawResponse(index=index, start=0.0, prompt_tokens_sent=prompt_tokens, due=due)
     try:
         try:
             response = await _exchange(pool, request, timeout, fresh=False)
@@ -126,6 +134,8 @@ def parse(raw: RawResponse) -> RequestRecord:
     """The record of a finished response: its events timed by the read that completed them."""
     record = RequestRecord(index=raw.index, ok=False, sent=raw.start or None, error_kind=raw.error_kind,
                            error=raw.error, prompt_tokens_sent=raw.prompt_tokens_sent)
+    if raw.due is not None and raw.start:
+        record.schedule_delay_s = max(0.0, raw.start - raw.due)
     if raw.error_kind:
         return record
     buffer = b"".join(raw.reads)

@@ -27,8 +27,14 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
               help="completions sends token-id prompts of exact length; chat sends text.")
 @click.option("--users", type=int, default=None, help="Concurrent users [default: 1]; with --rate, the in-flight cap.")
 @click.option("--requests", "request_count", type=int, default=16, show_default=True, help="Timed requests.")
-@click.option("--rate", type=float, default=None, metavar="PER_S", help="Poisson arrivals at this many requests/s.")
-@click.option("--warmup", type=int, default=1, show_default=True, help="Untimed requests sent first.")
+@click.option("--rate", type=float, default=None, metavar="PER_S",
+              help="Open loop: requests arrive at this many per second (Poisson unless --burstiness).")
+@click.option("--burstiness", type=float, default=1.0, show_default=True,
+              help="With --rate: the gamma shape of the arrival gaps (1 Poisson, <1 burstier, >1 steadier).")
+@click.option("--warmup", type=int, default=None, help="Untimed requests sent first [default: 2 x the concurrency].")
+@click.option("--processes", type=int, default=None,
+              help="Client processes to split the users over [default: one per 16 users, on at most a quarter"
+                   " of the cores].")
 @click.option("--input-tokens", type=int, default=512, show_default=True, help="Unique prompt tokens per request.")
 @click.option("--output-tokens", type=int, default=256, show_default=True, help="max_tokens.")
 @click.option("--prefix-tokens", type=int, default=0, show_default=True,
@@ -52,7 +58,8 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
-def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input_tokens, output_tokens, prefix_tokens,
+def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
+            output_tokens, prefix_tokens,
             ignore_eos, prompts_file, tokenizer, vocab_size, temperature, seed, max_error_rate, timeout, price,
             results_dir, store, run_id, as_json) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
@@ -73,7 +80,8 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, warmup, input
     try:
         spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
                         users=users if users is not None or rate is not None else 1, requests=request_count,
-                        rate=rate, warmup=warmup, input_tokens=input_tokens, output_tokens=output_tokens,
+                        rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
+                        input_tokens=input_tokens, output_tokens=output_tokens,
                         prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, temperature=temperature,
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)

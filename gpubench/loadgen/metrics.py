@@ -6,6 +6,12 @@ Per-user tokens/s: 1000 / median TPOT in ms. Throughput: ok requests and their o
 server's count) over the wall time of the timed phase. Percentiles interpolate linearly (numpy's
 default, as vLLM's benchmark). $ per 1M output tokens comes from output_tokens_per_s and the hourly
 price (the catalog's cost basis), so it is not here.
+
+Open loop: the schedule delay (sent - due; the pacer's lateness plus any wait for an in-flight slot), the
+E2E from the due time (what a user arriving then waits), and the achieved against the requested rate. A
+p99 of fewer than P99_MIN_REQUESTS requests is a handful of them: `p99_requests` says how many it rests on.
+The client's share of a core (its busiest process) and `client_bound` (1 when that share passes
+data/verdict_thresholds.csv's client_saturated, AIPerf's rule) say whether the load generator was the limit.
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from gpubench.workload import MetricDef
 
 PERCENTILES = (50, 90, 95, 99)
 LATENCIES = ("ttft", "tpot", "itl", "e2e")
+OPEN_LOOP_LATENCIES = ("schedule_delay", "e2e_from_schedule")
+P99_MIN_REQUESTS = 1000
 
 LATENCY_HELP = {
     "ttft": "time to first token: request sent until the first streamed token",
     "tpot": "time per output token after the first: (e2e - ttft) / (tokens - 1), per request",
     "itl": "inter-token latency: every gap between streamed tokens",
     "e2e": "end-to-end: request sent until the last token",
+    "schedule_delay": "open loop: request sent minus when it was due (pacer lateness and waits for a slot)",
+    "e2e_from_schedule": "open loop: end-to-end from when the request was due, the client's queueing included",
 }
 
 LOAD_METRICS: dict[str, MetricDef] = {
@@ -32,7 +42,16 @@ LOAD_METRICS: dict[str, MetricDef] = {
     "output_tokens_per_s": MetricDef("tokens/s", "higher", "generated tokens per second, all users together"),
     "per_user_tokens_per_s": MetricDef("tokens/s", "higher", "tokens per second one user sees (1 / median tpot)"),
     **{f"{name}_ms_p{p}": MetricDef("ms", "lower", f"{p}th percentile of {LATENCY_HELP[name]}")
-       for name in LATENCIES for p in PERCENTILES},
+       for name in LATENCIES + OPEN_LOOP_LATENCIES for p in PERCENTILES},
+    "p99_requests": MetricDef("requests", None, f"ok requests the p99s rest on (under {P99_MIN_REQUESTS:,} a p99 is"
+                              " the slowest few requests)"),
+    "requested_rate": MetricDef("requests/s", None, "open loop: the arrival rate asked for"),
+    "achieved_rate": MetricDef("requests/s", "higher", "open loop: requests sent over the span from the first send"
+                               " to the last, times (n - 1) / n"),
+    "client_processes": MetricDef("processes", None, "client processes the load was split over"),
+    "client_cpu_pct": MetricDef("% of a core", "lower", "the busiest client process's CPU time over its wall time"),
+    "client_bound": MetricDef("flag", "lower", "1 when a client process passed client_saturated of a core: the"
+                              " result may measure the load generator, not the server"),
     "requests_ok": MetricDef("requests", None, "requests that completed with a valid stream"),
     "requests_failed": MetricDef("requests", "lower", "requests that failed (HTTP error, timeout, broken stream)"),
     "error_rate": MetricDef("fraction", "lower", "requests_failed / all timed requests"),
@@ -42,6 +61,12 @@ LOAD_METRICS: dict[str, MetricDef] = {
     "client_cpu_us_per_token": MetricDef("us/token", "lower",
                                          "the load generator's own CPU per token: a check it was not the bottleneck"),
 }
+
+
+def client_saturated_pct() -> float:
+    from gpubench.results.verdict import thresholds
+
+    return thresholds()["client_saturated"]
 
 
 @dataclass(frozen=True)
@@ -70,9 +95,11 @@ def latencies_ms(records: Sequence[RequestRecord]) -> dict[str, Distribution | N
     }
 
 
-def summarize(records: Sequence[RequestRecord], duration: float, client_cpu_s: float | None = None) -> dict[str, float]:
+def summarize(records: Sequence[RequestRecord], duration: float, client_cpu_s: float | None = None,
+              rate: float | None = None, client_cpu_pcts: Sequence[float] = ()) -> dict[str, float]:
     """LOAD_METRICS for one timed phase of `duration` seconds (a latency is left out when no request
-    measured it; client_cpu_us_per_token needs the client's CPU seconds over the phase)."""
+    measured it; client_cpu_us_per_token needs the client's CPU seconds over the phase; the open-loop
+    figures need the requested `rate`; the client's share its processes' CPU shares)."""
     ok = [r for r in records if r.ok]
     failed = len(records) - len(ok)
     out: dict[str, float] = {
@@ -93,6 +120,23 @@ def summarize(records: Sequence[RequestRecord], duration: float, client_cpu_s: f
             continue
         for p in PERCENTILES:
             out[f"{name}_ms_p{p}"] = getattr(dist, f"p{p}")
+    if ok:
+        out["p99_requests"] = len(ok)
+    if rate is not None:
+        out["requested_rate"] = rate
+        sent = sorted(r.sent for r in records if r.sent is not None)
+        if len(sent) > 1 and sent[-1] > sent[0]:
+            out["achieved_rate"] = (len(sent) - 1) / (sent[-1] - sent[0])
+        sent_records = [r for r in records if r.sent is not None]
+        for name, values in (("schedule_delay", [r.schedule_delay_s * 1e3 for r in sent_records]),
+                             ("e2e_from_schedule", [r.e2e_from_schedule_s * 1e3 for r in ok])):
+            if values:
+                for p in PERCENTILES:
+                    out[f"{name}_ms_p{p}"] = percentile(values, p)
+    if client_cpu_pcts:
+        busiest = max(client_cpu_pcts)
+        out.update(client_processes=len(client_cpu_pcts), client_cpu_pct=busiest,
+                   client_bound=float(busiest > client_saturated_pct()))
     if "tpot_ms_p50" in out and out["tpot_ms_p50"] > 0:
         out["per_user_tokens_per_s"] = 1000.0 / out["tpot_ms_p50"]
     received = sum(r.tokens_received for r in records)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Endpoint = Literal["completions", "chat"]
 ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
+
+
+# One client process streams this many users (or paces this many requests/s) with room to spare: at ~20 us of
+# client CPU per streamed token and ~8 ms per token a user costs ~0.25% of a core, so the limit is read
+# latency (every chunk waits for the chunks the loop handles before it), not throughput.
+USERS_PER_PROCESS = 16
+RATE_PER_PROCESS = 250.0
+PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"  # sets the count where no spec field does (the serving studies)
 
 
 class LoadSpecError(ValueError):
@@ -19,9 +29,14 @@ class LoadSpec:
 
     Prompts are `prompts` cycled when given, else random tokens: `prefix_tokens` shared by every
     request (the same ids each time) followed by `input_tokens` unique ones, so a prompt is
-    prefix_tokens + input_tokens long. With `rate`, requests arrive as a Poisson process (`users`,
-    when set, caps how many are in flight); without it, `users` users each send one request after
-    another until `requests` are done. Warm-up requests are sent first and not counted.
+    prefix_tokens + input_tokens long. With `rate`, requests arrive on a schedule drawn before the load
+    (gamma gaps of mean 1/rate: Poisson at burstiness 1, burstier below 1, steadier above, as vLLM's
+    --burstiness; `users`, when set, caps how many are in flight, and a request waiting for a slot
+    still counts its E2E from its scheduled time); without it, `users` users each send one request
+    after another until `requests` are done. Warm-up requests (2 x the concurrency unless given) are
+    sent first and not counted. The users (or the arrivals) are split over `processes` client
+    processes, each its own event loop, when one core is not enough (None: chosen from the load and
+    the cores, client_processes()).
     """
 
     base_url: str  # the OpenAI base URL, with or without the trailing /v1
@@ -29,8 +44,10 @@ class LoadSpec:
     endpoint: Endpoint = "completions"
     users: int | None = 1  # closed loop: concurrent users; with `rate`: the in-flight cap (None: none)
     requests: int = 16
-    rate: float | None = None  # requests per second, Poisson arrivals
-    warmup: int = 1
+    rate: float | None = None  # requests per second, open loop
+    burstiness: float = 1.0  # the gamma shape of the gaps between arrivals: 1 is Poisson
+    warmup: int | None = None  # None: 2 x the concurrency (users, or the rate's requests in flight)
+    processes: int | None = None  # client processes; None: client_processes() chooses
     input_tokens: int = 512
     output_tokens: int = 256  # sent as max_tokens
     prefix_tokens: int = 0
@@ -57,8 +74,14 @@ class LoadSpec:
             raise LoadSpecError(f"requests must be at least 1 (got {self.requests})")
         if self.rate is not None and self.rate <= 0:
             raise LoadSpecError(f"rate must be a positive number of requests per second (got {self.rate})")
+        if not self.burstiness > 0:
+            raise LoadSpecError(f"burstiness must be a positive number (got {self.burstiness})")
+        if self.processes is not None and self.processes < 1:
+            raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
+        if (env := os.environ.get(PROCESSES_VARIABLE)) and not (env.isdigit() and int(env) >= 1):
+            raise LoadSpecError(f"{PROCESSES_VARIABLE}={env!r}: give a whole number of client processes, at least 1")
         for name in ("warmup", "input_tokens", "prefix_tokens"):
-            if getattr(self, name) < 0:
+            if (getattr(self, name) or 0) < 0:
                 raise LoadSpecError(f"{name} must not be negative (got {getattr(self, name)})")
         if self.output_tokens < 1:
             raise LoadSpecError(f"output_tokens must be at least 1 (got {self.output_tokens})")
@@ -73,6 +96,31 @@ class LoadSpec:
         self.prompts = tuple(self.prompts)
 
     @property
+    def concurrency(self) -> int:
+        """Requests in flight at most: the users, or for an uncapped rate about a second's arrivals."""
+        if self.users is not None:
+            return min(self.users, self.requests)
+        return min(self.requests, max(1, math.ceil(self.rate)))
+
+    @property
+    def warmup_requests(self) -> int:
+        return self.warmup if self.warmup is not None else 2 * self.concurrency
+
+    def client_processes(self, cores: int | None = None) -> int:
+        """The given count (the field, else $GPUBENCH_CLIENT_PROCESSES), else one per USERS_PER_PROCESS users
+        (or RATE_PER_PROCESS requests/s), on at most a quarter of the cores (the rest are the server's), and never
+        more processes than requests or users (each process has one user, or one in-flight slot, at least)."""
+        most = min(self.requests, self.users or self.requests)
+        given = self.processes or int(os.environ.get(PROCESSES_VARIABLE) or 0)
+        if given:
+            return min(given, most)
+        cores = cores or len(os.sched_getaffinity(0))
+        wanted = math.ceil(min(self.users, self.requests) / USERS_PER_PROCESS) if self.users else 1
+        if self.rate is not None:
+            wanted = max(wanted, math.ceil(self.rate / RATE_PER_PROCESS))
+        return max(1, min(wanted, cores // 4, most))
+
+    @property
     def url(self) -> str:
         base = self.base_url.rstrip("/")
         if not base.endswith("/v1"):
@@ -84,4 +132,5 @@ class LoadSpec:
         """u64 (closed loop), r2.5 (Poisson) or r2.5-u64 (Poisson, at most 64 in flight)."""
         if self.rate is None:
             return f"u{self.users}"
-        return f"r{self.rate:g}" + (f"-u{self.users}" if self.users else "")
+        bursts = f"-b{self.burstiness:g}" if self.burstiness != 1 else ""
+        return f"r{self.rate:g}{bursts}" + (f"-u{self.users}" if self.users else "")

@@ -5,6 +5,8 @@ the result's info (`verdict`, `verdict_basis`, `verdict_figures`). Rules, in ord
 reasons in data/verdict_thresholds.csv):
 
   undetermined   fewer than min_samples utilisation samples (or sampling off)
+  client-bound   a load-generator process (or its busiest thread) past client_saturated of a core: the result
+                 describes the client, whatever the GPU did
   throttled      a power or thermal clock-throttle reason in more than throttled_share of the samples, with the
                  SM clock's mean under throttled_clock of its maximum
   compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
@@ -26,7 +28,8 @@ from importlib import resources
 
 from gpubench.measure import flops
 
-VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "throttled", "undetermined")
+VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "client-bound", "throttled", "undetermined")
+
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
 
 
@@ -57,6 +60,13 @@ def judge(values: dict[str, float]) -> Verdict:
     if samples < t["min_samples"]:
         return Verdict("undetermined", f"{samples:.0f} utilisation samples (fewer than {t['min_samples']:.0f})",
                        {"util_samples": samples})
+    client = max(v("client_cpu_pct", 0), v("client_thread_pct", 0))
+    if client > t["client_saturated"]:
+        figures = {name: values[name] for name in ("util_samples", "client_cpu_pct", "client_thread_pct",
+                                                   "gpu_busy_pct") if name in values}
+        return Verdict("client-bound", f"gpubench's load generator used {client:.0f}% of a core in its busiest"
+                                       f" process (> {t['client_saturated']:.0f}%): the figures describe the"
+                                       f" client as much as the server", figures)
     if v("gpu_busy_pct") is None:
         if v("on_gpu"):
             return Verdict("undetermined", "ran on a GPU but no GPU figures were read (NVML unavailable)",
@@ -87,9 +97,10 @@ def judge(values: dict[str, float]) -> Verdict:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
     if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
+        figures.update({name: values[name] for name in _host_roles() if name in values})
         return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
-                                     f" thread used {thread:.0f}% of a core (>= {t['saturated_thread']:.0f}%)",
-                       figures)
+                                     f" thread{_whose(values, thread)} used {thread:.0f}% of a core (>="
+                                     f" {t['saturated_thread']:.0f}%)", figures)
     return Verdict("undetermined", f"no rule met: {seen}", figures)
 
 
@@ -109,6 +120,22 @@ def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:
                                      f" while {100 - occupied:.0f}% of the {cores:.0f} cores stayed idle", figures)
     return Verdict("undetermined", f"no GPU: process at {cpu:.0f}% of a core on {cores:.0f} cores, busiest thread "
                                    f"{thread:.0f}%", figures)
+
+
+def _host_roles() -> dict[str, str]:
+    """The host's processes the utilisation sampler tells apart (data/process_roles.csv): metric -> label."""
+    from gpubench.run.utilisation import ROLE_LABELS
+
+    return {f"{role}_thread_pct": label for role, label in ROLE_LABELS.items()}
+
+
+def _whose(values: dict[str, float], thread: float) -> str:
+    """' (vLLM's engine core)' when a sampled role's busiest thread is the host's busiest (within 5 points)."""
+    shares = {label: values[name] for name, label in _host_roles().items() if name in values}
+    if not shares:
+        return ""
+    label, share = max(shares.items(), key=lambda item: item[1])
+    return f" ({label})" if share >= thread - 5 else ""
 
 
 def _storage_share(values: dict[str, float]) -> float | None:

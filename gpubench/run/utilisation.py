@@ -5,7 +5,9 @@ share of its sample period with a kernel running), the memory controller's busy 
 the SM clock over its maximum, the power draw over the enforced limit, and the clock-event ("throttle")
 reasons. On the host (/proc): the CPU time of the worker and of the processes it started (a server), per
 thread, from which the process's CPU use and its busiest thread's share of one core (a launch-bound loop
-shows one thread near 100%). The sampler thread leaves itself out.
+shows one thread near 100%). The sampler thread leaves itself out. Each process is given a role when first
+seen (data/process_roles.csv: gpubench's client processes, vLLM's API server, its engine core), and each
+role's busiest thread gets its own figure, so a saturated host names which of them it was.
 
 Samples taken while the workload's phase is one of its timed phases (module TIMED_PHASES, default
 ("timed",)) are the ones summarised; a setup that reports no timed phase is summarised over all of it,
@@ -15,10 +17,12 @@ GPU figures are of the busiest visible GPU (the one the setup used, when it used
 
 from __future__ import annotations
 
+import csv
 import os
 import threading
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 
 from gpubench.workload import MetricDef
 
@@ -51,6 +55,17 @@ METRICS = {
     "busiest_thread_pct": MetricDef("% of a core", None, "the busiest host thread's share of one core, mean"),
     "busiest_thread_p90_pct": MetricDef("% of a core", None, "the busiest host thread's share, 90th percentile"),
 }
+
+
+def _role_rows() -> list[dict[str, str]]:
+    text = resources.files("gpubench").joinpath("data", "process_roles.csv").read_text(encoding="utf-8")
+    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+
+
+ROLE_ROWS = _role_rows()
+ROLE_LABELS = {row["role"]: row["label"] for row in ROLE_ROWS}
+METRICS.update({f"{role}_thread_pct": MetricDef("% of a core", None, f"the busiest thread of {label}, mean")
+                for role, label in ROLE_LABELS.items()})
 
 
 def enabled() -> bool:
@@ -178,7 +193,9 @@ def process_tree(root: int) -> list[int]:
 
 
 def thread_cpu_ns(pids: list[int], skip_tid: int | None = None) -> dict[tuple[int, int], int]:
-    """CPU time (ns) of every thread of pids: schedstat's run time, else stat's utime + stime in ticks."""
+    """CPU time (ns) of every thread of pids: schedstat's run time, else stat's utime + stime in ticks.
+    os.open/os.read, not open(): a vLLM server on a GPU has hundreds of threads, read 20 times a second from a
+    thread that shares the worker's GIL, and a file object costs three times the syscalls' time."""
     tick_ns = 1e9 / os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in pids:
@@ -190,16 +207,35 @@ def thread_cpu_ns(pids: list[int], skip_tid: int | None = None) -> dict[tuple[in
             if int(tid) == skip_tid:
                 continue
             try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    out[(pid, int(tid))] = int(f.read().split()[0])
+                out[(pid, int(tid))] = int(_read(f"/proc/{pid}/task/{tid}/schedstat").split(None, 1)[0])
             except (OSError, ValueError, IndexError):
                 try:
-                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
+                    fields = _read(f"/proc/{pid}/task/{tid}/stat").rsplit(b")", 1)[1].split()
                     out[(pid, int(tid))] = int((int(fields[11]) + int(fields[12])) * tick_ns)
                 except (OSError, ValueError, IndexError):
                     continue
     return out
+
+
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def process_role(pid: int) -> str | None:
+    """The role data/process_roles.csv gives this process (by its comm or command line), or None."""
+    try:
+        comm = _read(f"/proc/{pid}/comm").decode(errors="replace").strip()
+        cmdline = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    for row in ROLE_ROWS:
+        if row["pattern"] in (comm if row["field"] == "comm" else cmdline):
+            return row["role"]
+    return None
 
 
 def thread_name(pid: int, tid: int) -> str:
@@ -249,7 +285,22 @@ class Utilisation:
     info: dict = field(default_factory=dict)
 
 
-def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], str] | None = None) -> Utilisation:
+def role_shares(before: Sample, after: Sample, roles: dict[int, str]) -> dict[str, float]:
+    """Each role's busiest thread between two samples, in % of a core."""
+    wall_ns = (after.t - before.t) * 1e9
+    out: dict[str, float] = {}
+    if wall_ns <= 0:
+        return out
+    for (pid, tid), ns in after.threads.items():
+        role = roles.get(pid)
+        if role:
+            share = 100.0 * max(0, ns - before.threads.get((pid, tid), 0)) / wall_ns
+            out[role] = max(out.get(role, 0.0), share)
+    return out
+
+
+def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], str] | None = None,
+              roles: dict[int, str] | None = None) -> Utilisation:
     """Means and p90s over the timed samples (all samples when none was timed)."""
     timed = any(s.timed for s in samples)
     chosen = [i for i, s in enumerate(samples) if s.timed or not timed]
@@ -290,7 +341,17 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
         if tops:
             pid, tid = max(tops, key=tops.get)
             label = (names or {}).get((pid, tid)) or thread_name(pid, tid)
-            info["busiest_thread"] = f"{label} (pid {pid}, tid {tid}; busiest in {tops[(pid, tid)]} of {len(host)})"
+            role = ROLE_LABELS.get((roles or {}).get(pid), "")
+            info["busiest_thread"] = (f"{label}{f', {role}' if role else ''} (pid {pid}, tid {tid}; busiest in"
+                                      f" {tops[(pid, tid)]} of {len(host)})")
+    if roles:
+        per_role: dict[str, list[float]] = {}
+        pairs = [(samples[i - 1], samples[i]) for i in chosen if i > 0 and (samples[i - 1].timed or not timed)]
+        for before, after in pairs:
+            for role, share in role_shares(before, after, roles).items():
+                per_role.setdefault(role, []).append(share)
+        for role, shares in per_role.items():
+            metrics[f"{role}_thread_pct"] = sum(shares) / len(pairs)
     return Utilisation(metrics=metrics, info=info)
 
 
@@ -308,6 +369,7 @@ class Sampler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pids, self._refreshed = process_tree(self.root), time.monotonic()
+        self._roles: dict[int, str | None] = {pid: process_role(pid) for pid in self._pids}
         self._sampler_tid: int | None = None
         self._thread = threading.Thread(target=self._loop, name="gpubench-utilisation", daemon=True)
 
@@ -325,6 +387,9 @@ class Sampler:
             now = time.monotonic()
             if now - self._refreshed >= TREE_REFRESH_S:
                 self._pids, self._refreshed = process_tree(self.root), now
+                for pid in self._pids:
+                    if not self._roles.get(pid):  # again until it has one: a client names itself once started
+                        self._roles[pid] = process_role(pid)
             try:
                 gpus = self.nvml.read() if self.nvml else []
             except Exception:  # noqa: BLE001 - one failed read is one missing sample, not a failed setup
@@ -351,4 +416,5 @@ class Sampler:
                 key = host_shares(before, after)[2]
                 if key and key not in names:
                     names[key] = thread_name(*key)
-        return summarise(samples, len(os.sched_getaffinity(0)), names)
+        roles = {pid: role for pid, role in self._roles.items() if role}
+        return summarise(samples, len(os.sched_getaffinity(0)), names, roles)

@@ -1,0 +1,70 @@
+"""Run a command and sample the CPU time of its process tree: which client process was how busy, and when.
+
+    python benchmarks/client_cpu.py SERIES.json -- COMMAND [ARGS...]
+
+Every SAMPLE_S it reads utime + stime of the command and every process below it (/proc), and on exit writes
+{"samples": [[unix time, {pid: cpu seconds}], ...], "names": {pid: comm}, "exit": code} and exits with the
+command's code. serving_peer_table.py turns a window of the series into the busiest process's share of a core,
+so a client's start-up (importing vLLM, loading a tokenizer) is left out of its share.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+SAMPLE_S = 0.25
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def tree(root: int) -> list[int]:
+    seen, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return seen
+
+
+def cpu_s(pid: int) -> tuple[str, float] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    name = stat[stat.index("(") + 1: stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2:].split()
+    return name, (int(fields[11]) + int(fields[12])) * TICK_S
+
+
+def main() -> int:
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        print("usage: client_cpu.py SERIES.json -- COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    proc = subprocess.Popen(sys.argv[3:])
+    samples, names = [], {}
+    while proc.poll() is None:
+        row = {}
+        for pid in tree(proc.pid):
+            got = cpu_s(pid)
+            if got:
+                names[pid], row[pid] = got
+        samples.append([time.time(), row])
+        time.sleep(SAMPLE_S)
+    with open(sys.argv[1], "w") as f:
+        json.dump({"samples": samples, "names": names, "exit": proc.returncode}, f)
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
