@@ -25,6 +25,7 @@ from gpubench.measure import flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, utilisation
 from gpubench.schema import (
+    NOT_FINITE,
     SCHEMA_VERSION,
     Derived,
     Metric,
@@ -33,6 +34,7 @@ from gpubench.schema import (
     RunStarted,
     SetupResult,
     parse_record,
+    split_finite,
     summarize_results,
 )
 from gpubench.stores import RunDir
@@ -194,6 +196,8 @@ class Runner:
         self.results.append(result)
         self.run_dir.record(result)
         self._echo(describe(result))
+        if result.info.get(NOT_FINITE):
+            self._echo(f"  {result.setup}: {_left_out(result.info[NOT_FINITE])}")
         return result
 
     def _costed(self, result: SetupResult) -> SetupResult:
@@ -223,7 +227,12 @@ class Runner:
         for setup, values in module.derive(self.request.config, list(ok.values())).items():
             if setup not in ok or not values:
                 continue
-            metrics = {name: Metric(value=float(value), unit=module.METRICS[name].unit,
+            values, not_finite = split_finite(values)
+            if not_finite:
+                self._echo(f"  {setup}: derived, {_left_out(not_finite)}")
+            if not values:
+                continue
+            metrics = {name: Metric(value=value, unit=module.METRICS[name].unit,
                                     better=module.METRICS[name].better) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
@@ -266,6 +275,10 @@ def describe(result: SetupResult) -> str:
     own = [(k, m) for k, m in result.metrics.items() if k not in utilisation.METRICS]  # the machine's: in the table
     shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in own[:6])
     return f"  {result.setup}: ok  {shown}"
+
+
+def _left_out(not_finite: dict[str, str]) -> str:
+    return "not finite, left out: " + ", ".join(f"{name}={value}" for name, value in not_finite.items())
 
 
 def _fmt(value: float) -> str:
