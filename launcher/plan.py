@@ -117,6 +117,23 @@ async def resolve_gpu(
     return GpuChoice(requested=requested, gpu_type=gpu_type, count=count, rows=tuple(exact))
 
 
+def fitting(spec: WorkloadSpec, choices: list[GpuChoice], setups: list[str] | None, smoke: bool) -> list[GpuChoice]:
+    """The candidates the workload fits (gpubench/gpu_fit.py), in order; each one left out says why in a line on
+    stderr, and a LaunchError says why when none is left. Nothing is rented for a GPU that cannot run it."""
+    import sys
+
+    from gpubench.gpu_fit import why_unfit
+
+    reasons = {c.requested: why_unfit(spec, c.gpu_type, c.count, setups, smoke) for c in choices}
+    kept = [c for c in choices if reasons[c.requested] is None]
+    refused = [f"{name}: {why}" for name, why in reasons.items() if why]
+    if not kept:
+        raise LaunchError(f"no --gpu fits {spec.name}: " + "; ".join(refused))
+    for line in refused:
+        sys.stderr.write(f"gpubench-launch: not using --gpu {line}\n")
+    return kept
+
+
 def resolve_workload(name: str) -> WorkloadSpec:
     try:
         spec = WORKLOADS.get(name)
