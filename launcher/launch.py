@@ -18,7 +18,7 @@ class LaunchOptions:
     gpus: tuple[str, ...]
     each: bool = False
     via: str | None = None
-    setups: str | None = None
+    setups: str | tuple[str, ...] | None = None  # A,B as --setups takes it (repeatable)
     smoke: bool = False
     repeats: int | None = None
     store: str | None = None

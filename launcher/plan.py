@@ -14,6 +14,7 @@ from gpubench import __version__
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.launcher.errors import LaunchError
 from gpubench.registry import UnknownName, pick
+from gpubench.run_args import RunArgs, split_setups
 from gpubench.runid import new_run_id
 
 
@@ -145,10 +146,10 @@ def resolve_workload(name: str) -> WorkloadSpec:
     return spec
 
 
-def resolve_setups(spec: WorkloadSpec, setups: str | None) -> list[str] | None:
-    if not setups:
+def resolve_setups(spec: WorkloadSpec, setups: str | tuple[str, ...] | None) -> list[str] | None:
+    requested = list(split_setups(setups))
+    if not requested:
         return None
-    requested = [s.strip() for s in setups.split(",") if s.strip()]
     try:
         return pick("setup", requested, spec.setups)
     except UnknownName as exc:
@@ -170,18 +171,9 @@ def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repea
                 overrides: tuple[str, ...] | list[str] = (), weights: str | None = None) -> str:
     """The job's command: a plain `gpubench run` call (records on stdout, text on stderr), with what the
     user passed through (--set, --weights), so any local run can be reproduced on a rented GPU."""
-    args = ["gpubench", "run", spec.name]
-    if setups:
-        args += ["--setups", ",".join(setups)]
-    if smoke:
-        args.append("--smoke")
-    if repeats is not None:
-        args += ["--repeats", str(repeats)]
-    for pair in check_overrides(overrides):
-        args += ["--set", pair]
-    if weights:
-        args += ["--weights", weights]
-    return shlex.join(args)
+    args = RunArgs(workload=spec.name, setups=tuple(setups or ()), smoke=smoke, repeats=repeats,
+                   overrides=tuple(check_overrides(overrides)), weights=weights)
+    return shlex.join(["gpubench", *args.to_argv()])
 
 
 def image_digest(image: str) -> str | None:

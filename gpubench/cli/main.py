@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from gpubench import exit_codes, extras
+from gpubench import exit_codes, extras, run_args
 from gpubench.catalog import WORKLOADS
 from gpubench.cli.common import (
     EXIT_BAD_INPUT,
@@ -29,10 +29,7 @@ from gpubench.cli.common import (
 )
 from gpubench.loadgen.loadgen_cli import loadgen
 from gpubench.registry import UnknownName, pick
-
-
-def _split_setups(values: tuple[str, ...]) -> list[str]:
-    return [s.strip() for v in values for s in v.split(",") if s.strip()]
+from gpubench.run_args import RunArgs, split_setups
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes.epilog())
@@ -93,7 +90,9 @@ def show(workload: str) -> None:
         better = f", {metric.better} is better" if metric.better else ""
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
-        lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
+        from gpubench.pricing import cost_metric_names
+
+        lines.append(f"  + {cost_metric_names(spec.cost)[0]} from {spec.cost.metric} and --price")
     lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
@@ -153,21 +152,16 @@ def images(as_json: bool) -> None:
 
 @cli.command(epilog=exit_codes.epilog())
 @click.argument("workload")
-@click.option("--setups", "setups_opt", multiple=True, metavar="A,B", help="Setups to run (default: all).")
-@click.option("--smoke", is_flag=True, help="A tiny size that runs on a CPU in seconds, same code path.")
-@click.option("--repeats", type=int, default=1, show_default=True,
-              help="Runs per setup; summaries give median/min/max/CV.")
-@click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
-              help="Hourly GPU price, for cost per unit of output [env GPUBENCH_PRICE_USD_PER_HOUR, or the"
-                   " entry of GPUBENCH_PRICES_USD_PER_HOUR matching this GPU].")
+@run_args.option("setups")
+@run_args.option("smoke")
+@run_args.option("repeats")
+@run_args.option("price")
 @click.option("--store", default=None, metavar="URL",
               help="s3://bucket/prefix to upload to (default: local folder only).")
-@click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a config field.")
-@click.option("--weights", type=click.Choice(["auto", "random"]), default="auto", show_default=True,
-              help="auto: the study's weights, found locally or an error naming the missing ones;"
-                   " random: build the models from their configs (same compute).")
-@click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
+@run_args.option("results_dir")
+@run_args.option("overrides")
+@run_args.option("weights")
+@run_args.option("run_id")
 @click.option("--docker", is_flag=True, help="Run the workload's image on this machine through Docker.")
 @click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
@@ -175,8 +169,7 @@ def images(as_json: bool) -> None:
 @click.option("--gpus", default=None, metavar="all|none|N|IDS",
               help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
                    " like 0,2.")
-@click.option("--cpu", "on_cpu", is_flag=True,
-              help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
+@run_args.option("on_cpu")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 @click.option("--check", "check_only", is_flag=True,
@@ -185,7 +178,7 @@ def images(as_json: bool) -> None:
 @click.option("--verbose", "-v", is_flag=True,
               help="Also show the workers' own output (library warnings, server logs, tracebacks), which run.log"
                    " always keeps.")
-def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
+def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
         cache_volume, gpus, on_cpu, as_json, check_only, verbose) -> None:
     """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
@@ -204,19 +197,16 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
         extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules)
-    setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
+    repeats, weights = repeats or 1, weights or "auto"
+    setups = pick(f"setup of {workload}", list(split_setups(setups)), spec.setups) if setups else list(spec.setups)
     if not setups:
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
     if image and not docker:
         raise CliError("--image applies only with --docker (the image to run); add --docker or drop --image")
     if gpus is not None and not docker:
         raise CliError("--gpus applies only with --docker (the container's GPUs); add --docker or drop --gpus")
-    if repeats < 1:
-        raise CliError(f"--repeats must be at least 1 (got {repeats})")
     if price is None and not check_only:
         price = price_from_launcher()
-    if price is not None and price <= 0:
-        raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
     if not runid.is_run_id(run_id):
@@ -260,8 +250,9 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
             else:
                 click.echo(weights_note, err=True)
         if docker:
-            outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
-                workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
+            args = RunArgs(workload=workload, setups=tuple(setups), smoke=smoke, repeats=repeats,
+                           overrides=tuple(overrides), weights=weights, price=price, run_id=run_id, on_cpu=on_cpu)
+            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus)
         else:
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
@@ -303,7 +294,7 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
 
     image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
-                          "gpus": gpus or "none", "command": ["gpubench", *args]})
+                          "gpus": gpus or "none", "command": ["gpubench", *args.to_argv()]})
     stream = RecordStream(run_dir)
     passthrough = {"GPUBENCH_LAUNCHER": "docker", "GPUBENCH_IMAGE_DIGEST": os.environ.get("GPUBENCH_IMAGE_DIGEST", "")}
     try:
@@ -335,20 +326,6 @@ def _show_and_log(run_dir, line: str) -> None:
     """The container's human text: on our stderr as a local run shows it, and in run.log."""
     run_dir.log(line)
     click.echo(line, err=True)
-
-
-def _container_args(workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu=False) -> list[str]:
-    args = ["run", workload, "--setups", ",".join(setups), "--repeats", str(repeats), "--weights", weights,
-            "--run-id", run_id]
-    if on_cpu:
-        args.append("--cpu")
-    if smoke:
-        args.append("--smoke")
-    if price:
-        args += ["--price", str(price)]
-    for pair in overrides:
-        args += ["--set", pair]
-    return args
 
 
 @cli.command()

@@ -11,6 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from gpubench import pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import flops
 from gpubench.schema import MetricSummary, SetupSummary
@@ -31,7 +32,7 @@ def headline_metrics(module, reported: list[str]) -> list[str]:
     then how close to the machine it ran (achieved TFLOP/s, share of the datasheet peak)."""
     machine = [flops.METRIC, flops.PEAK_METRIC]
     chosen = list(getattr(module, "HEADLINE", None) or [m for m in getattr(module, "METRICS", {}) if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen + machine]
+    chosen += [m for m in reported if ("peak" in m or pricing.is_cost(m)) and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
 

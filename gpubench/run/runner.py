@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__
+from gpubench import __version__, pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import flops
 from gpubench.results import summary, verdict
@@ -52,21 +52,6 @@ class RunRequest:
     price_usd_per_hour: float | None = None
     weights: Literal["auto", "random"] = "auto"
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
-
-
-def cost_metrics(spec: WorkloadSpec, metrics: dict[str, Metric], usd_per_hour: float) -> dict[str, Metric]:
-    """$ per unit of output and units per $, from the workload's cost basis and an hourly price."""
-    basis = spec.cost
-    if basis is None or basis.metric not in metrics:
-        return {}
-    usd = basis.usd_per_unit(metrics[basis.metric].value, usd_per_hour)
-    if usd is None:
-        return {}
-    slug = basis.unit.replace(" ", "_")
-    return {
-        f"usd_per_{slug}": Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
-        f"{slug}_per_usd": Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
-    }
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -205,7 +190,7 @@ class Runner:
         share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
-            result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
+            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
         if result.status == "ok":
             dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
             share = flops.peak_share(result.metrics, result.device, dtype)
