@@ -64,3 +64,16 @@ class Number(click.ParamType):
 POSITIVE_USD = Number("a positive amount in USD", minimum=0, min_open=True)
 POSITIVE_MINUTES = Number("a positive number of minutes", minimum=0, min_open=True)
 PRICE = Number("a positive hourly price in USD", minimum=0, min_open=True)
+NOISE = Number("a fraction of 0 or more (0.05 is 5%)", minimum=0)
+
+
+def folder_name(ctx, param, value: str | None):
+    """A folder a command writes into, given by name: an empty name (Path("") is ".") is refused, not taken as the
+    current folder."""
+    from pathlib import Path
+
+    if value is None:
+        return None
+    if not value.strip():
+        raise BadValue(f"{param.opts[0]}: give a folder name (an empty one would be the current folder)")
+    return Path(value)

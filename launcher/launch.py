@@ -68,8 +68,7 @@ async def _launch(o: LaunchOptions) -> int:
         raise LaunchError(str(exc)) from None
     try:
         store = parse_store(o.store)
-        if not o.dry_run:
-            check_local_dir(o.results_dir)
+        check_local_dir(o.results_dir)  # creates nothing: a dry run refuses what the real run would
     except StoreError as exc:
         raise LaunchError(str(exc)) from None
     command = run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights)

@@ -29,6 +29,7 @@ import click
 from gpubench.launcher.errors import LaunchError
 from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
 from gpubench.launcher.run_check import check_run_command
+from gpubench.params import POSITIVE_USD
 from gpubench.run_args import RunArgs
 
 PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell"}
@@ -98,7 +99,7 @@ def load_plan(path: str | Path) -> Plan:
     max_usd = data.get("max_usd")
     if max_usd is None:
         raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
-    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or not max_usd > 0:
+    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or POSITIVE_USD.problem(max_usd):
         raise LaunchError(f"{where}: max_usd must be a positive number of dollars, not {max_usd!r}")
     wait = data.get("capacity_wait_minutes")
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 1440):

@@ -28,6 +28,7 @@ from gpubench.cli.common import (
     safe_argv,
 )
 from gpubench.loadgen.loadgen_cli import loadgen
+from gpubench.params import NOISE, folder_name
 from gpubench.registry import UnknownName, pick
 from gpubench.run_args import RunArgs, split_setups
 
@@ -382,7 +383,9 @@ def report(paths, html_file) -> None:
         extras.require("report", "gpubench report --html", ("matplotlib",))
         check_output_file(html_file, "--html")
     try:
-        built = reports.build(stored_runs.discover(list(paths), on_progress=progress))
+        runs = stored_runs.discover(list(paths), on_progress=progress)
+        _say_damaged(runs)
+        built = reports.build(runs)
     except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
     for workload in built:
@@ -403,9 +406,16 @@ def report(paths, html_file) -> None:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 
+def _say_damaged(runs) -> None:
+    """A line of a stored run that is no record (cut short, edited) is skipped, and said with its file and line."""
+    for run in runs:
+        for where in run.damaged:
+            click.echo(f"gpubench: {where}: not a readable record, skipped", err=True)
+
+
 @cli.command()
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--out", "out", type=click.Path(file_okay=False), callback=folder_name, required=True,
               help="The site's folder; an existing site there is updated (only what new runs touch).")
 def site(sources, out) -> None:
     """A static site from stored runs (folders or s3://bucket/prefix): an index and a page per study."""
@@ -427,7 +437,7 @@ def site(sources, out) -> None:
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",
               help="Exit 1 when this metric got worse beyond noise in RUN_B (repeatable), e.g. to gate CI.")
-@click.option("--noise", type=float, default=0.05, show_default=True,
+@click.option("--noise", type=NOISE, default=0.05, show_default=True,
               help="The smallest relative difference that counts, whatever the runs' own spread.")
 @click.option("--all", "show_all", is_flag=True, help="Show metrics within noise too.")
 def compare(run_a, run_b, fail_on, noise, show_all) -> None:
@@ -438,10 +448,9 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     from gpubench.results.compare import verdicts as compare_verdicts
     from gpubench.results.summary import SMOKE_BANNER, fmt
 
-    if noise < 0:
-        raise CliError(f"--noise must be 0 or more (got {noise})")
     try:
         a, b = stored_runs.load(run_a), stored_runs.load(run_b)
+        _say_damaged([a, b])
         rows = compare_runs(a, b, floor=noise)
     except (stored_runs.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None
