@@ -84,8 +84,7 @@ async def _sweep(o: SweepOptions) -> int:
     try:
         pace = Pace.from_env()
         store = parse_store(o.store)
-        if not o.dry_run:
-            check_local_dir(o.results_dir)
+        check_local_dir(o.results_dir)  # creates nothing: a dry run refuses what the real run would
     except (ValueError, StoreError) as exc:
         raise LaunchError(str(exc)) from None
     where = SweepStore(sweep_id, store, o.results_dir)
@@ -221,8 +220,8 @@ def _refuse_unfit(cells: list[PlannedCell], unfit: dict[str, str | None], source
     import sys
 
     refused = [c for c in cells if unfit.get(c.path) and c.state == "pending"]
-    for c in refused:
-        c.state, c.note, c.exit_code = "unfit", unfit[c.path], errors.BAD_INPUT
+    for c in refused:  # a cell with no result, as one whose GPU had no capacity
+        c.state, c.note, c.exit_code = "unfit", unfit[c.path], errors.JOB_NOT_SUCCEEDED
     if refused and all(c.state == "unfit" for c in cells):
         raise LaunchError(f"plan {source}: no cell fits its GPU: " + "; ".join(
             f"{c.cell.label} on {c.cell.gpu}: {c.note}" for c in refused))

@@ -86,3 +86,12 @@ def test_a_gpu_the_table_does_not_know_is_refused_with_the_reason():
     assert why_unfit(WORKLOADS.get("train-compile"), "h100-sxm", 1) is None  # a provider's other spelling
     bf16 = dataclasses.replace(WORKLOADS.get("vllm-serving"), min_gpu_memory_gb=16, min_compute_capability=(8, 0))
     assert why_unfit(bf16, "V100", 1) == "vllm-serving needs CUDA compute capability 8.0 or later; V100 (V100) is 7.0"
+
+
+def test_a_sweep_runs_the_cells_that_fit_and_names_the_one_that_does_not(fake, launcher_env, capsys, tmp_path):
+    plan = write_plan(tmp_path, plan_text([("vllm-prefix-cache", ["A4000", "L40S"], ["--setups", "on-p1000-c1"])]))
+    result = sweep(capsys, plan)
+    [job] = submits(fake)
+    assert job["gpu_type"] == ["L40S"]
+    assert "missing: vllm-prefix-cache on A4000: unfit" in result.stderr
+    assert result.code == 3  # a cell without a result, as one whose GPU had no capacity
