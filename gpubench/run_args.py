@@ -26,7 +26,9 @@ _OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
                              "help": "A tiny size that runs on a CPU in seconds, same code path."}),
     "repeats": (("--repeats",), {"type": Number(f"a whole number from 1 to {MAX_REPEATS}", 1, False, MAX_REPEATS,
                                                 whole=True),
-                                 "help": "Runs per setup; summaries give median/min/max/CV [default: 1]."}),
+                                 "metavar": "N",
+                                 "help": f"Runs per setup, 1 to {MAX_REPEATS}; summaries give median/min/max/CV"
+                                         " [default: 1]."}),
     "overrides": (("--set", "overrides"), {"multiple": True, "metavar": "NAME=VALUE",
                                            "help": "Override a config field (gpubench show WORKLOAD lists them)."}),
     "weights": (("--weights",), {"type": click.Choice(["auto", "random"]),
