@@ -134,3 +134,17 @@ def test_report_and_compare_name_a_damaged_line_and_read_the_rest(run_folder, tm
     assert json.loads(good_lines[-1])["kind"] == "run_finished"  # the copy still holds every record
     compared = gpubench("compare", str(good), str(damaged), cwd=tmp_path)
     assert said in compared.stderr.splitlines()
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("rate", float("inf"), "rate must be a positive number of requests per second (got inf)"),
+    ("rate", float("nan"), "rate must be a positive number of requests per second (got nan)"),
+    ("timeout_s", float("inf"), "timeout must be a positive number of seconds (got inf)"),
+    ("temperature", float("nan"), "temperature must be a finite number, 0 or more (got nan)"),
+])
+def test_a_load_that_is_not_a_number_is_refused(field, value, says):
+    from gpubench.loadgen.spec import LoadSpec, LoadSpecError
+
+    with pytest.raises(LoadSpecError) as refused:
+        LoadSpec(base_url="http://127.0.0.1:9", model="m", **{field: value})
+    assert str(refused.value) == says
