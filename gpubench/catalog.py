@@ -8,7 +8,7 @@ Adding a workload = one entry here + `workloads/<module>.py` + `images/<name>/` 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from gpubench import __version__
@@ -20,6 +20,7 @@ IMAGE_REGISTRY_DEFAULT = "ghcr.io/gpubench"
 TORCH = {"torch": "2.8.0"}
 TRANSFORMERS = {"transformers": "4.57.1"}
 VLLM = {"vllm": "0.11.0"}
+VLLM_MIN_COMPUTE_CAPABILITY = (7, 0)  # vLLM 0.11's CUDA build: Volta and later
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,16 @@ class WorkloadSpec:
     notes: str = ""
     extra: str = ""  # the pip extra (pyproject.toml) `gpubench run` needs for it: gpubench/extras.py
     extra_modules: tuple[str, ...] | None = None  # what of the extra it imports, where not all (its image has no more)
+    # What a GPU must have for the full-size study, beyond min_gpu_memory_gb per GPU (gpubench/gpu_fit.py, checked
+    # against data/gpu_peaks.csv before a GPU is rented): tensor-core dtypes ("fp8"), CUDA compute capability, and
+    # the GPUs of one host a setup needs where that is not gpu_count (a 2-GPU setup of a 4-GPU study).
+    gpu_features: tuple[str, ...] = ()
+    min_compute_capability: tuple[int, int] = (0, 0)
+    setup_gpu_count: dict[str, int] = field(default_factory=dict)
+
+    def gpus_needed(self, setups: list[str] | tuple[str, ...] | None) -> int:
+        """GPUs of one host the chosen setups need (all setups when None)."""
+        return max(self.setup_gpu_count.get(s, self.gpu_count) for s in (setups or self.setups))
 
     @property
     def implemented(self) -> bool:
@@ -174,6 +185,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
     study="vLLM FP8 vs bf16 on an H100: 1.4x the throughput, and what it did to GSM8K accuracy",
     setups=tuple(f"{mode}-{part}" for mode in ("bf16", "fp8") for part in ("c1", "c8", "c32", "c64", "gsm8k")),
     gpus="1 GPU with FP8 tensor cores (Ada or Hopper), 48 GB", gpu_count=1, min_gpu_memory_gb=48,
+    gpu_features=("fp8",), min_compute_capability=VLLM_MIN_COMPUTE_CAPABILITY,
     expected_minutes=15,
     dependencies={**VLLM},
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
@@ -189,6 +201,7 @@ WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
                  for users in ("c1", "c16", "c64")),
     gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
     dependencies={**VLLM},
+    min_compute_capability=VLLM_MIN_COMPUTE_CAPABILITY,
     cost=CostBasis(metric="requests_per_s", unit="1k requests", per=1e3),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
     module="gpubench.workloads.vllm_prefix_cache",
@@ -205,6 +218,8 @@ WORKLOADS.add("ddp-scaling", WorkloadSpec(
             "355m-1gpu", "355m-1gpu-accum4", "355m-2gpu", "355m-4gpu", "355m-4gpu-bf16", "355m-4gpu-accum4",
             "355m-4gpu-both"),
     gpus="4 GPUs of one host (PCIe-only in the study)", gpu_count=4, min_gpu_memory_gb=24, expected_minutes=15,
+    setup_gpu_count={"allreduce-2gpu": 2, "124m-1gpu": 1, "124m-1gpu-accum4": 1, "124m-2gpu": 2, "355m-1gpu": 1,
+                     "355m-1gpu-accum4": 1, "355m-2gpu": 2},
     dependencies={**TORCH},
     cost=CostBasis(metric="tokens_per_s", unit="1B tokens", per=1e9),
     module="gpubench.workloads.ddp_scaling",
@@ -230,6 +245,7 @@ WORKLOADS.add("vllm-serving", WorkloadSpec(
     setups=("c1", "c8", "c32", "c64"),
     gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
     dependencies={**VLLM},
+    min_compute_capability=VLLM_MIN_COMPUTE_CAPABILITY,
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
     module="gpubench.workloads.vllm_serving",

@@ -1,4 +1,5 @@
-"""The hourly price a run is costed at: given, or picked by the GPU obtained from the launcher's candidates.
+"""The hourly price a run is costed at (given, or picked by the GPU obtained from the launcher's candidates), and
+the cost metrics that price makes of a result: the one place they are computed and named.
 
 A launcher that offers several GPU types (a fallback list) cannot know the price before the job starts,
 so it passes `GPUBENCH_PRICES_USD_PER_HOUR="RTX5090=0.69,A100-80GB=1.73"` and the run picks the entry
@@ -9,6 +10,16 @@ at the wrong price is worse than none.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from gpubench.params import PRICE
+from gpubench.schema import Metric
+
+if TYPE_CHECKING:
+    from gpubench.catalog import CostBasis
+
+COST_PREFIX = "usd_per_"  # dollars per unit of output: lower is better
+VALUE_SUFFIX = "_per_usd"  # units of output per dollar: higher is better
 
 
 class PriceError(ValueError):
@@ -31,12 +42,12 @@ def parse_prices(text: str) -> dict[str, float]:
     prices = {}
     for entry in filter(None, (e.strip() for e in text.split(","))):
         name, sep, value = entry.partition("=")
-        try:
-            prices[name.strip()] = float(value)
-        except ValueError:
-            raise PriceError(f"GPUBENCH_PRICES_USD_PER_HOUR entry {entry!r}: use NAME=USD_PER_HOUR") from None
         if not sep or not name.strip():
             raise PriceError(f"GPUBENCH_PRICES_USD_PER_HOUR entry {entry!r}: use NAME=USD_PER_HOUR")
+        problem = PRICE.problem(value)
+        if problem:
+            raise PriceError(f"GPUBENCH_PRICES_USD_PER_HOUR entry {entry!r}: the price {problem}")
+        prices[name.strip()] = float(value)
     return prices
 
 
@@ -57,3 +68,38 @@ def price_for(prices: dict[str, float], gpu_names: list[str]) -> tuple[str, floa
     """(candidate, price) for the GPU this machine has, the most specific name winning (A100-80GB over A100)."""
     name = best_match(prices, gpu_names)
     return None if name is None else (name, prices[name])
+
+
+def cost_metric_names(basis: CostBasis) -> tuple[str, str]:
+    """(usd_per_<unit>, <unit>_per_usd) for a cost basis: "1M tokens" -> usd_per_1M_tokens, 1M_tokens_per_usd."""
+    slug = basis.unit.replace(" ", "_")
+    return f"{COST_PREFIX}{slug}", f"{slug}{VALUE_SUFFIX}"
+
+
+def is_cost(name: str) -> bool:
+    """A dollars-per-unit metric of the cost basis (usd_per_1M_tokens)."""
+    return name.startswith(COST_PREFIX)
+
+
+def is_cost_or_value(name: str) -> bool:
+    """A metric made from the price: dollars per unit or units per dollar."""
+    return is_cost(name) or VALUE_SUFFIX in name
+
+
+def usd_per_unit(basis: CostBasis, value: float, usd_per_hour: float | None) -> float | None:
+    """Dollars per priced unit of output at an hourly price; None without a price or without output."""
+    return basis.usd_per_unit(value, usd_per_hour) if usd_per_hour else None
+
+
+def cost_metrics(basis: CostBasis | None, metrics: dict[str, Metric], usd_per_hour: float | None) -> dict[str, Metric]:
+    """$ per unit of output and units per $, from a workload's cost basis and the run's hourly price."""
+    if basis is None or basis.metric not in metrics:
+        return {}
+    usd = usd_per_unit(basis, metrics[basis.metric].value, usd_per_hour)
+    if not usd:
+        return {}
+    cost, value = cost_metric_names(basis)
+    return {
+        cost: Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
+        value: Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
+    }

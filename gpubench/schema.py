@@ -28,7 +28,7 @@ class _Model(BaseModel):
 
 
 class Metric(_Model):
-    value: float
+    value: float = Field(allow_inf_nan=False)  # JSON has no NaN: pydantic would write null, unreadable back
     unit: str
     better: Literal["higher", "lower"] | None = None
 
@@ -141,6 +141,37 @@ Record = Annotated[RunStarted | Progress | SetupResult | Derived | RunFinished, 
 _RECORD = TypeAdapter(Record)
 
 
+def split_finite(values: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
+    """A setup's values as floats: those a record can carry, and the NaN/inf ones by name with what they were
+    ("nan", "inf", "-inf"), which its result keeps in `info["not_finite"]` instead of losing the whole record."""
+    kept: dict[str, float] = {}
+    dropped: dict[str, str] = {}
+    for name, value in values.items():
+        number = float(value)
+        if math.isfinite(number):
+            kept[name] = number
+        else:
+            dropped[name] = str(number)
+    return kept, dropped
+
+
+NOT_FINITE = "not_finite"  # the result's info key naming the metrics left out
+
+
+def _without_null_metrics(data: dict[str, Any]) -> None:
+    """A record written before metrics were checked for NaN/inf has them as null: keep the record, name them."""
+    metrics = data.get("metrics")
+    if data.get("kind") not in ("result", "derived") or not isinstance(metrics, dict):
+        return
+    nulls = [name for name, m in metrics.items() if isinstance(m, dict) and m.get("value", 0) is None]
+    if not nulls:
+        return
+    data["metrics"] = {name: m for name, m in metrics.items() if name not in nulls}
+    if data["kind"] == "result" and isinstance(data.get("info", {}), dict):
+        data["info"] = {**data.get("info", {}), NOT_FINITE: {**{n: "null" for n in nulls},
+                                                             **data.get("info", {}).get(NOT_FINITE, {})}}
+
+
 def to_line(record: BaseModel) -> str:
     return record.model_dump_json(exclude_none=False)
 
@@ -159,6 +190,7 @@ def parse_record(line: str) -> RunStarted | Progress | SetupResult | Derived | R
     major = str(data["schema_version"]).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
         raise ValueError(f"unsupported schema_version {data['schema_version']!r} (this reader: {SCHEMA_VERSION})")
+    _without_null_metrics(data)
     try:
         return _RECORD.validate_python(data)
     except ValidationError:

@@ -83,6 +83,8 @@ class RunDir:
 def check_local_dir(results_dir: str | os.PathLike) -> None:
     """Fail early, before anything runs, when the results folder cannot be written."""
     root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"results folder {root} is a file, not a folder")
     probe_dir = root
     while not probe_dir.exists():
         probe_dir = probe_dir.parent

@@ -12,7 +12,8 @@ Records go to stdout as JSON Lines when stdout is not a terminal (a live table s
 human text goes to stderr. Errors are one line on stderr with exit code 2; the exit codes are gpubench's own
 (gpubench/exit_codes.py: 0 every setup ok or skipped for a stated reason, 1 a setup failed or none ran,
 3 job failed, 4 limit reached, 5 results kept locally only, 130 interrupted). This module imports only click:
-the SDK, rich and asyncssh load when a command runs.
+the SDK, rich and asyncssh load when a command runs. `gpubench run`'s own arguments (--setups, --smoke, --repeats,
+--set, --weights, --price, --results-dir) are declared once, in gpubench/run_args.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import sys
 
 import click
 
+from gpubench import run_args
 from gpubench.exit_codes import epilog
+from gpubench.params import POSITIVE_MINUTES, POSITIVE_USD
 
 EPILOG = epilog()
 
@@ -41,14 +44,13 @@ def launch_options(study: bool = False):
             click.option("--gpu", "gpus", multiple=True, required=True, metavar="NAME[:N]",
                          help="GPU type from /instances/types; repeat for fallbacks in order (or one run each "
                               "with --each)."),
-            click.option("--smoke", is_flag=True, help="The workload's short smoke run."),
+            run_args.option("smoke"),
             click.option("--store", metavar="s3://BUCKET/PREFIX",
                          help="Also upload each run folder here (checked writable before launching)."),
-            click.option("--results-dir", default="gpubench-results", show_default=True,
-                         help="Local folder for run folders."),
-            click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+            run_args.option("results_dir"),
+            click.option("--max-cost", type=POSITIVE_USD, metavar="USD",
                          help="Cancel a run when its cost reaches this."),
-            click.option("--max-minutes", type=click.FloatRange(min=0, min_open=True), metavar="MIN",
+            click.option("--max-minutes", type=POSITIVE_MINUTES, metavar="MIN",
                          help="Cancel a run this long after it was submitted."),
             click.option("--max-runtime-minutes", type=click.IntRange(1, 10080),
                          help="The API's own safety net per attempt (default: from the workload)."),
@@ -71,18 +73,15 @@ def launch_options(study: bool = False):
                 click.option("--each", is_flag=True, help="One run per --gpu, in parallel."),
                 click.option("--via", type=click.Choice(["job", "instance"]),
                              help="Runcrate jobs (default) or container instances over SSH."),
-                click.option("--setups", metavar="A,B", help="Only these setups."),
-                click.option("--repeats", type=click.IntRange(1, 100), help="Repeats per setup."),
+                run_args.option("setups"),
+                run_args.option("repeats"),
                 click.option("--image", help="Container image (default: the workload's pinned image)."),
                 click.option("--capacity-wait", type=click.IntRange(0, 1440), metavar="MIN",
                              help="How long a job may wait for a free GPU."),
-                click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
-                             help="Override a config field, as `gpubench run --set` (gpubench show WORKLOAD)."),
-                click.option("--weights", type=click.Choice(["auto", "random"]), default=None,
-                             help="As `gpubench run --weights` (default: the job's, auto)."),
-                click.option("--price", type=click.FloatRange(min=0, min_open=True), metavar="USD_PER_HOUR",
-                             help="Hourly price for the cost metrics and estimates, instead of the rate of the"
-                                  " instance type (as `gpubench run --price`)."),
+                run_args.option("overrides"),
+                run_args.option("weights"),
+                run_args.option("price", help="Hourly price for the cost metrics and estimates, instead of the rate"
+                                              " of the instance type (as `gpubench run --price`)."),
             ]
         for option in reversed(options):
             f = option(f)
@@ -110,7 +109,7 @@ def run_cmd(workload, **opts):
     _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 
-    return launch(LaunchOptions(workload=workload, **opts))
+    return launch(LaunchOptions(workload=workload, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
 
 @cli.command("first-matmul", epilog=EPILOG)
@@ -121,6 +120,7 @@ def first_matmul_cmd(**opts):
     _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 
+    opts["results_dir"] = _results_dir(opts["results_dir"])
     return launch(LaunchOptions(workload="first-matmul", each=True, via="instance", study="first-matmul", **opts))
 
 
@@ -128,7 +128,7 @@ def first_matmul_cmd(**opts):
 @click.argument("plan", metavar="PLAN.toml")
 @click.option("--store", metavar="s3://BUCKET/PREFIX",
               help="Results under PREFIX/<sweep-id>/ (read back to resume; default: the local results folder).")
-@click.option("--results-dir", default="gpubench-results", show_default=True, help="Local folder for run folders.")
+@run_args.option("results_dir")
 @click.option("--dry-run", is_flag=True,
               help="Print the matrix, each cell's expected and worst-case cost; launch nothing.")
 @click.option("--retry-unavailable", is_flag=True, help="Try again the cells whose GPU type had no capacity.")
@@ -142,7 +142,7 @@ def sweep_cmd(plan, as_json, **opts):
     _records_on_terminal(as_json)
     from gpubench.launcher.sweep import SweepOptions, sweep
 
-    return sweep(SweepOptions(plan=plan, **opts))
+    return sweep(SweepOptions(plan=plan, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
 
 @cli.command("gpus")
@@ -170,25 +170,25 @@ def gpus_cmd(deployment):
 
 @cli.command("status")
 @click.argument("run_id")
-@click.option("--results-dir", default="gpubench-results", show_default=True)
+@run_args.option("results_dir")
 def status_cmd(run_id, results_dir):
     """Where a run's job or instance stands."""
     _need_sdk()
     from gpubench.launcher.manage import status
 
-    return status(run_id, results_dir)
+    return status(run_id, _results_dir(results_dir))
 
 
 @cli.command("logs")
 @click.argument("run_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
-@click.option("--results-dir", default="gpubench-results", show_default=True)
+@run_args.option("results_dir")
 def logs_cmd(run_id, follow, results_dir):
     """Print a run's job output."""
     _need_sdk()
     from gpubench.launcher.manage import logs
 
-    return logs(run_id, follow, results_dir)
+    return logs(run_id, follow, _results_dir(results_dir))
 
 
 @cli.command("cancel")
@@ -221,6 +221,10 @@ def _need_sdk(ssh: bool = False) -> None:
         require("launch", "gpubench-launch", ("runcrate", "asyncssh") if ssh else ("runcrate",))
     except MissingExtra as exc:
         raise LaunchError(str(exc)) from None
+
+
+def _results_dir(given: str | None) -> str:
+    return given or run_args.default_results_dir()  # the same folder `gpubench run` writes to
 
 
 def _records_on_terminal(as_json: bool) -> None:

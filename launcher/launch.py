@@ -18,7 +18,7 @@ class LaunchOptions:
     gpus: tuple[str, ...]
     each: bool = False
     via: str | None = None
-    setups: str | None = None
+    setups: str | tuple[str, ...] | None = None  # A,B as --setups takes it (repeatable)
     smoke: bool = False
     repeats: int | None = None
     store: str | None = None
@@ -53,7 +53,7 @@ async def fetch_types(client, redact: Redactor) -> list:
 
 async def _launch(o: LaunchOptions) -> int:
     from gpubench.launcher.pace import Pace
-    from gpubench.launcher.plan import resolve_gpu, resolve_setups, resolve_workload, run_command
+    from gpubench.launcher.plan import fitting, resolve_gpu, resolve_setups, resolve_workload, run_command
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     redact = Redactor()
@@ -68,8 +68,7 @@ async def _launch(o: LaunchOptions) -> int:
         raise LaunchError(str(exc)) from None
     try:
         store = parse_store(o.store)
-        if not o.dry_run:
-            check_local_dir(o.results_dir)
+        check_local_dir(o.results_dir)  # creates nothing: a dry run refuses what the real run would
     except StoreError as exc:
         raise LaunchError(str(exc)) from None
     command = run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights)
@@ -83,6 +82,8 @@ async def _launch(o: LaunchOptions) -> int:
         types = await fetch_types(client, redact)
         deployment = o.deployment if via == "instance" else None
         gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment, o.region) for g in o.gpus]
+        if not o.job_command:  # another command is not the workload's: its needs do not apply
+            gpus = fitting(spec, gpus, setups, o.smoke)
         if via == "instance" and len({g.gpu_type for g in gpus}) < len(gpus) and o.each:
             raise LaunchError("the same GPU twice with --each")
         plan = build_plan(o, spec, setups, via, gpus, deployment, store)

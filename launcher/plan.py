@@ -14,6 +14,7 @@ from gpubench import __version__
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.launcher.errors import LaunchError
 from gpubench.registry import UnknownName, pick
+from gpubench.run_args import RunArgs, split_setups
 from gpubench.runid import new_run_id
 
 
@@ -117,6 +118,23 @@ async def resolve_gpu(
     return GpuChoice(requested=requested, gpu_type=gpu_type, count=count, rows=tuple(exact))
 
 
+def fitting(spec: WorkloadSpec, choices: list[GpuChoice], setups: list[str] | None, smoke: bool) -> list[GpuChoice]:
+    """The candidates the workload fits (gpubench/gpu_fit.py), in order; each one left out says why in a line on
+    stderr, and a LaunchError says why when none is left. Nothing is rented for a GPU that cannot run it."""
+    import sys
+
+    from gpubench.gpu_fit import why_unfit
+
+    reasons = {c.requested: why_unfit(spec, c.gpu_type, c.count, setups, smoke) for c in choices}
+    kept = [c for c in choices if reasons[c.requested] is None]
+    refused = [f"{name}: {why}" for name, why in reasons.items() if why]
+    if not kept:
+        raise LaunchError(f"no --gpu fits {spec.name}: " + "; ".join(refused))
+    for line in refused:
+        sys.stderr.write(f"gpubench-launch: not using --gpu {line}\n")
+    return kept
+
+
 def resolve_workload(name: str) -> WorkloadSpec:
     try:
         spec = WORKLOADS.get(name)
@@ -128,10 +146,10 @@ def resolve_workload(name: str) -> WorkloadSpec:
     return spec
 
 
-def resolve_setups(spec: WorkloadSpec, setups: str | None) -> list[str] | None:
-    if not setups:
+def resolve_setups(spec: WorkloadSpec, setups: str | tuple[str, ...] | None) -> list[str] | None:
+    requested = list(split_setups(setups))
+    if not requested:
         return None
-    requested = [s.strip() for s in setups.split(",") if s.strip()]
     try:
         return pick("setup", requested, spec.setups)
     except UnknownName as exc:
@@ -153,18 +171,9 @@ def run_command(spec: WorkloadSpec, setups: list[str] | None, smoke: bool, repea
                 overrides: tuple[str, ...] | list[str] = (), weights: str | None = None) -> str:
     """The job's command: a plain `gpubench run` call (records on stdout, text on stderr), with what the
     user passed through (--set, --weights), so any local run can be reproduced on a rented GPU."""
-    args = ["gpubench", "run", spec.name]
-    if setups:
-        args += ["--setups", ",".join(setups)]
-    if smoke:
-        args.append("--smoke")
-    if repeats is not None:
-        args += ["--repeats", str(repeats)]
-    for pair in check_overrides(overrides):
-        args += ["--set", pair]
-    if weights:
-        args += ["--weights", weights]
-    return shlex.join(args)
+    args = RunArgs(workload=spec.name, setups=tuple(setups or ()), smoke=smoke, repeats=repeats,
+                   overrides=tuple(check_overrides(overrides)), weights=weights)
+    return shlex.join(["gpubench", *args.to_argv()])
 
 
 def image_digest(image: str) -> str | None:

@@ -69,6 +69,7 @@ def sweep(o: SweepOptions) -> int:
 
 
 async def _sweep(o: SweepOptions) -> int:
+    from gpubench.gpu_fit import why_unfit
     from gpubench.launcher.launch import LaunchOptions, build_plan, fetch_types, run_launches
     from gpubench.launcher.pace import Pace
     from gpubench.launcher.plan import GpuChoice, resolve_gpu, resolve_workload
@@ -83,8 +84,7 @@ async def _sweep(o: SweepOptions) -> int:
     try:
         pace = Pace.from_env()
         store = parse_store(o.store)
-        if not o.dry_run:
-            check_local_dir(o.results_dir)
+        check_local_dir(o.results_dir)  # creates nothing: a dry run refuses what the real run would
     except (ValueError, StoreError) as exc:
         raise LaunchError(str(exc)) from None
     where = SweepStore(sweep_id, store, o.results_dir)
@@ -95,6 +95,7 @@ async def _sweep(o: SweepOptions) -> int:
     try:
         types = None if offline else await fetch_types(client, redact)
         cells: list[PlannedCell] = []
+        unfit: dict[str, str | None] = {}  # cell path -> why its GPU cannot run it (gpubench/gpu_fit.py)
         for cell in plan.cells:
             spec = resolve_workload(cell.workload)
             if offline:
@@ -115,11 +116,13 @@ async def _sweep(o: SweepOptions) -> int:
                                 where.cell_store(path))
             launch.extra_tags = {"gpubench_sweep": sweep_id, "gpubench_cell": path}
             cells.append(PlannedCell(cell, path, launch))
+            unfit[path] = why_unfit(spec, choice.gpu_type, choice.count, cell.setups, cell.smoke)
         try:
             attempts = await asyncio.to_thread(where.attempts)
         except StoreError as exc:
             raise LaunchError(redact(str(exc))) from None
         _classify(cells, attempts, o.retry_unavailable)
+        _refuse_unfit(cells, unfit, o.plan)
         spent = sum(a.cost_usd for a in attempts)
         worst = sum(c.launch.worst_cost(c.run) or 0.0 for c in cells if c.to_launch)
         over = spent + worst > plan.max_usd + 1e-9
@@ -209,6 +212,21 @@ def _adopt(cells: list[PlannedCell], left: dict[str, list]) -> None:
             c.run.run_id = c.run_id = c.adopt.tags["gpubench_run_id"]
             c.run.env = c.launch.env_for(c.run)
             c.note = f"job {c.adopt.id} ({c.adopt.status}) from an earlier call"
+
+
+def _refuse_unfit(cells: list[PlannedCell], unfit: dict[str, str | None], source: str) -> None:
+    """A cell whose GPU cannot run it is not launched (nor counted in the worst case): one line says why. When no
+    cell is left to run or done, the plan is refused whole."""
+    import sys
+
+    refused = [c for c in cells if unfit.get(c.path) and c.state == "pending"]
+    for c in refused:  # a cell with no result, as one whose GPU had no capacity
+        c.state, c.note, c.exit_code = "unfit", unfit[c.path], errors.JOB_NOT_SUCCEEDED
+    if refused and all(c.state == "unfit" for c in cells):
+        raise LaunchError(f"plan {source}: no cell fits its GPU: " + "; ".join(
+            f"{c.cell.label} on {c.cell.gpu}: {c.note}" for c in refused))
+    for c in refused:
+        sys.stderr.write(f"gpubench-launch: not running {c.cell.label} on {c.cell.gpu}: {c.note}\n")
 
 
 def _settle(c: PlannedCell, outcome) -> None:

@@ -29,19 +29,15 @@ import click
 from gpubench.launcher.errors import LaunchError
 from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
 from gpubench.launcher.run_check import check_run_command
+from gpubench.params import POSITIVE_USD
+from gpubench.run_args import RunArgs
 
 PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell"}
 CELL_KEYS = {"workload", "gpus", "args"}
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
 # The `gpubench run` arguments a cell may pass through (as `gpubench-launch WORKLOAD` takes them).
-_ARGS = click.Command("args", add_help_option=False, params=[
-    click.Option(["--smoke"], is_flag=True),
-    click.Option(["--setups"]),
-    click.Option(["--repeats"], type=click.IntRange(1, 100)),
-    click.Option(["--set", "overrides"], multiple=True),
-    click.Option(["--weights"], type=click.Choice(["auto", "random"])),
-])
+CELL_ARGS = ("smoke", "setups", "repeats", "overrides", "weights")
 
 
 @dataclass(frozen=True)
@@ -103,7 +99,7 @@ def load_plan(path: str | Path) -> Plan:
     max_usd = data.get("max_usd")
     if max_usd is None:
         raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
-    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or not max_usd > 0:
+    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or POSITIVE_USD.problem(max_usd):
         raise LaunchError(f"{where}: max_usd must be a positive number of dollars, not {max_usd!r}")
     wait = data.get("capacity_wait_minutes")
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 1440):
@@ -151,16 +147,16 @@ def _cells(table, where: str) -> list[Cell]:
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise LaunchError(f"{where}: args must be a list of strings, e.g. [\"--smoke\", \"--setups\", \"a,b\"]")
     try:
-        parsed = _ARGS.make_context("args", list(args)).params
-    except click.UsageError as exc:
+        parsed = RunArgs.from_argv([spec.name, *args], allowed=CELL_ARGS)
+    except click.ClickException as exc:
         raise LaunchError(f"{where}: bad args: {exc.format_message()}") from None
     try:
-        setups = resolve_setups(spec, parsed["setups"])
-        overrides = tuple(check_overrides(parsed["overrides"]))
+        setups = resolve_setups(spec, parsed.setups)
+        overrides = tuple(check_overrides(parsed.overrides))
         # The cell's job command, checked by the job's own code here: a bad --set is refused before any request.
-        check_run_command(run_command(spec, setups, parsed["smoke"], parsed["repeats"], overrides, parsed["weights"]))
+        check_run_command(run_command(spec, setups, parsed.smoke, parsed.repeats, overrides, parsed.weights))
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
-    return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(args), smoke=parsed["smoke"],
-                 setups=tuple(setups) if setups else None, repeats=parsed["repeats"], overrides=overrides,
-                 weights=parsed["weights"]) for gpu in gpus]
+    return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(args), smoke=parsed.smoke,
+                 setups=tuple(setups) if setups else None, repeats=parsed.repeats, overrides=overrides,
+                 weights=parsed.weights) for gpu in gpus]

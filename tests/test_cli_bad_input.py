@@ -8,7 +8,7 @@ from clirun import BIN, gpubench
     (["run", "nope"], "unknown workload 'nope'; valid: train-compile, embed"),
     (["run", "train-compile", "--setups", "eager-sdpa,fast"],
      "unknown setup of train-compile 'fast'; valid: eager-sdpa"),
-    (["run", "train-compile", "--repeats", "0"], "--repeats must be at least 1"),
+    (["run", "train-compile", "--repeats", "0"], "--repeats must be a whole number from 1 to 100 (got 0)"),
     (["run", "train-compile", "--price", "-1"], "--price must be a positive"),
     (["run", "train-compile", "--store", "http://example.com/x"], "bad store URL"),
     (["run", "train-compile", "--set", "batch=big"], "--set batch=big: batch must be an integer >= 1"),

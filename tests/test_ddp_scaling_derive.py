@@ -5,7 +5,7 @@ Checked against the post's own 124M/355M tables (4x RTX A6000, $2.64/h for the m
 import pytest
 
 from gpubench.catalog import WORKLOADS
-from gpubench.run.runner import cost_metrics
+from gpubench.pricing import cost_metrics
 from gpubench.schema import Metric, SetupResult
 from gpubench.workloads import ddp_scaling
 
@@ -21,7 +21,7 @@ POST_TOKENS_PER_S = {  # "The fixes, on 4 GPUs" and its footnote
 def result(setup, metrics, info=None):
     row = SetupResult(run_id="r", setup=setup, repeat=1, status="ok", info=info or {},
                       metrics={k: Metric(value=v, unit=ddp_scaling.METRICS[k].unit) for k, v in metrics.items()})
-    row.metrics.update(cost_metrics(SPEC, row.metrics, MACHINE_USD_PER_HOUR))  # what the runner adds first
+    row.metrics.update(cost_metrics(SPEC.cost, row.metrics, MACHINE_USD_PER_HOUR))  # what the runner adds first
     return row
 
 

@@ -11,14 +11,15 @@ from docker.models.containers import _create_container_args
 
 from gpubench.catalog import WORKLOADS
 from gpubench.run.docker_run import DockerUnavailable, container_spec, is_orphan, parse_gpus, pump, run_in_docker
+from gpubench.run_args import RunArgs
 
 SDXL = WORKLOADS.get("sdxl")
 IMAGE = "ghcr.io/gpubench/sdxl:0.1.0"
 
 
 def spec_for(gpus="all", env=None):
-    return container_spec(SDXL, ["run", "sdxl", "--setups", "eager-b1"], image=IMAGE, cache_volume="gpubench-cache",
-                          env=env or {"GPUBENCH_LAUNCHER": "docker"}, gpus=gpus)
+    return container_spec(SDXL, RunArgs(workload="sdxl", setups=("eager-b1",)), image=IMAGE,
+                          cache_volume="gpubench-cache", env=env or {"GPUBENCH_LAUNCHER": "docker"}, gpus=gpus)
 
 
 def test_container_runs_the_args_after_the_gpubench_entrypoint_with_every_gpu():
@@ -45,7 +46,7 @@ def test_container_shares_host_ipc_reaps_children_is_labelled_and_kept_until_its
     owner = spec["labels"].pop("io.gpubench.owner")
     assert spec["labels"] == {"io.gpubench": "1", "io.gpubench.workload": "sdxl", "io.gpubench.version": "0.1.0"}
     assert owner.split("/")[2] == str(os.getpid()) and not is_orphan(owner)  # host/boot id/pid/start time
-    with_id = container_spec(SDXL, ["run", "sdxl", "--run-id", "sdxl-20261130T000000Z-abcdef"], image=IMAGE,
+    with_id = container_spec(SDXL, RunArgs(workload="sdxl", run_id="sdxl-20261130T000000Z-abcdef"), image=IMAGE,
                              cache_volume="c", env={})
     assert with_id["labels"]["io.gpubench.run-id"] == "sdxl-20261130T000000Z-abcdef"
     assert {u["Name"]: u["Soft"] for u in spec["ulimits"]} == {"memlock": -1, "stack": 67108864}
@@ -101,7 +102,7 @@ def test_no_engine_is_one_line_that_suggests_running_without_docker(tmp_path, mo
     lines = []
     started = time.monotonic()
     with pytest.raises(DockerUnavailable) as caught:
-        run_in_docker(SDXL, ["run", "sdxl"], image=IMAGE, cache_volume="gpubench-cache", env={},
+        run_in_docker(SDXL, RunArgs(workload="sdxl"), image=IMAGE, cache_volume="gpubench-cache", env={},
                       on_stdout_line=lines.append, on_stderr_line=lines.append)
     message = str(caught.value)
     assert "\n" not in message and len(message) < 400
@@ -121,8 +122,8 @@ def test_output_is_streamed_as_lines_per_stream_whatever_the_chunking():
 
 
 def test_a_container_is_an_orphan_when_its_gpubench_is_gone_from_this_host():
-    host, boot_id, pid, start_time = container_spec(SDXL, [], image=IMAGE, cache_volume="c", env={}
-                                                    )["labels"]["io.gpubench.owner"].split("/")
+    host, boot_id, pid, start_time = container_spec(SDXL, RunArgs(workload="sdxl"), image=IMAGE, cache_volume="c",
+                                                    env={})["labels"]["io.gpubench.owner"].split("/")
     assert not is_orphan(f"{host}/{boot_id}/{pid}/{start_time}")
     assert is_orphan(f"{host}/{boot_id}/{pid}/{int(start_time) + 1}")  # the pid is another process's now
     assert is_orphan(f"{host}/{boot_id}/999999999/{start_time}")  # no such process
@@ -133,9 +134,10 @@ def test_a_container_is_an_orphan_when_its_gpubench_is_gone_from_this_host():
 
 
 def test_the_container_runs_the_same_command_line_choices_as_the_host():
-    from gpubench.cli.main import _container_args
-
-    args = _container_args("sdxl", ["eager-b1"], False, 2, 1.5, ("steps=2",), "random", "r1", on_cpu=True)
-    assert args == ["run", "sdxl", "--setups", "eager-b1", "--repeats", "2", "--weights", "random", "--run-id", "r1",
-                    "--cpu", "--price", "1.5", "--set", "steps=2"]
-    assert "--cpu" not in _container_args("sdxl", ["eager-b1"], True, 1, None, (), "auto", "r1")
+    given = RunArgs(workload="sdxl", setups=("eager-b1",), repeats=2, price=1.5, overrides=("steps=2",),
+                    weights="random", run_id="r1", on_cpu=True)
+    args = given.to_argv()
+    assert args == ["run", "sdxl", "--setups", "eager-b1", "--repeats", "2", "--set", "steps=2", "--weights", "random",
+                    "--price", "1.5", "--run-id", "r1", "--cpu"]
+    assert RunArgs.from_argv(args) == given  # what the image's gpubench run reads back is what the host was given
+    assert "--cpu" not in RunArgs(workload="sdxl", smoke=True, run_id="r1").to_argv()

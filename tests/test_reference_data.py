@@ -8,7 +8,7 @@ import pytest
 
 from gpubench import reference
 from gpubench.catalog import WORKLOADS
-from gpubench.run.runner import cost_metrics
+from gpubench.pricing import cost_metrics
 from gpubench.schema import Metric
 from gpubench.workload import load
 
@@ -26,7 +26,7 @@ def reportable_metrics(spec) -> set[str]:
     """The workload's declared metrics plus the cost metrics the runner adds from its cost basis."""
     names = set(load(spec).metrics)
     if spec.cost is not None:
-        names |= set(cost_metrics(spec, {spec.cost.metric: Metric(value=1.0, unit="")}, usd_per_hour=1.0))
+        names |= set(cost_metrics(spec.cost, {spec.cost.metric: Metric(value=1.0, unit="")}, usd_per_hour=1.0))
     return names
 
 

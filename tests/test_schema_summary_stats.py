@@ -8,7 +8,7 @@ import math
 import pytest
 
 from gpubench.catalog import WORKLOADS, CostBasis
-from gpubench.run.runner import cost_metrics
+from gpubench.pricing import cost_metrics
 from gpubench.schema import Metric, SetupResult, summarize, summarize_results
 
 
@@ -71,7 +71,7 @@ def test_setup_summaries_over_unsorted_repeats_with_a_failure_between():
 def test_cost_metrics_point_the_right_way():
     rate = WORKLOADS.get("train-compile").cost
     assert rate.kind == "rate"
-    usd, per_usd = (cost_metrics(WORKLOADS.get("train-compile"), {rate.metric: Metric(value=2000.0, unit="x")},
+    usd, per_usd = (cost_metrics(WORKLOADS.get("train-compile").cost, {rate.metric: Metric(value=2000.0, unit="x")},
                                  3.6).values())
     slug = rate.unit.replace(" ", "_")
     seconds = rate.per / 2000.0
@@ -79,7 +79,7 @@ def test_cost_metrics_point_the_right_way():
                                 "better": "lower"}
     assert per_usd.model_dump() == {"value": pytest.approx(3600 / (3.6 * seconds)), "unit": f"{rate.unit}/USD",
                                     "better": "higher"}
-    names = cost_metrics(WORKLOADS.get("train-compile"), {rate.metric: Metric(value=2000.0, unit="x")}, 3.6)
+    names = cost_metrics(WORKLOADS.get("train-compile").cost, {rate.metric: Metric(value=2000.0, unit="x")}, 3.6)
     assert list(names) == [f"usd_per_{slug}", f"{slug}_per_usd"]
 
 
@@ -94,6 +94,6 @@ def test_a_seconds_basis_costs_the_time_spent():
 
 def test_no_cost_without_the_basis_metric_or_a_price_that_counts():
     spec = WORKLOADS.get("train-compile")
-    assert cost_metrics(spec, {"other": Metric(value=1.0, unit="x")}, 3.6) == {}
-    assert cost_metrics(spec, {spec.cost.metric: Metric(value=0.0, unit="x")}, 3.6) == {}
+    assert cost_metrics(spec.cost, {"other": Metric(value=1.0, unit="x")}, 3.6) == {}
+    assert cost_metrics(spec.cost, {spec.cost.metric: Metric(value=0.0, unit="x")}, 3.6) == {}
 

@@ -13,24 +13,15 @@ from pathlib import Path
 import click
 
 from gpubench import exit_codes
+from gpubench.params import PRICE, BadValue
+from gpubench.run_args import default_results_dir  # noqa: F401 - the commands' results folder, declared there
 
 EXIT_OK, EXIT_SETUP_FAILED, EXIT_BAD_INPUT = exit_codes.OK, exit_codes.SETUPS_NOT_OK, exit_codes.BAD_INPUT
 EXIT_UPLOAD_FAILED, EXIT_INTERRUPTED = exit_codes.KEPT_LOCALLY, exit_codes.INTERRUPTED
 
 
-class CliError(click.ClickException):
-    exit_code = EXIT_BAD_INPUT
-
-
-def default_results_dir() -> str:
-    """GPUBENCH_RESULTS_DIR; inside a Runcrate job, its output folder (kept as artifacts); else ./gpubench-results."""
-    from gpubench.stores import DEFAULT_RESULTS_DIR
-
-    if os.environ.get("GPUBENCH_RESULTS_DIR"):
-        return os.environ["GPUBENCH_RESULTS_DIR"]
-    if os.environ.get("RUNCRATE_OUTPUT_DIR"):
-        return str(Path(os.environ["RUNCRATE_OUTPUT_DIR"]) / DEFAULT_RESULTS_DIR)
-    return DEFAULT_RESULTS_DIR
+class CliError(BadValue):
+    """Bad input: one line, exit 2."""
 
 
 def check_output_file(path: Path, option: str) -> None:
@@ -50,10 +41,11 @@ def price_from_launcher() -> float | None:
     from gpubench.run import environment
 
     if os.environ.get("GPUBENCH_PRICE_USD_PER_HOUR"):
-        try:
-            return float(os.environ["GPUBENCH_PRICE_USD_PER_HOUR"])
-        except ValueError:
-            raise CliError("GPUBENCH_PRICE_USD_PER_HOUR is not a number") from None
+        value = os.environ["GPUBENCH_PRICE_USD_PER_HOUR"]
+        problem = PRICE.problem(value)
+        if problem:
+            raise CliError(f"GPUBENCH_PRICE_USD_PER_HOUR {problem} (got {value})")
+        return float(value)
     if not os.environ.get("GPUBENCH_PRICES_USD_PER_HOUR"):
         return None
     try:

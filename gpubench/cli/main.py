@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from gpubench import exit_codes, extras
+from gpubench import exit_codes, extras, run_args
 from gpubench.catalog import WORKLOADS
 from gpubench.cli.common import (
     EXIT_BAD_INPUT,
@@ -28,11 +28,9 @@ from gpubench.cli.common import (
     safe_argv,
 )
 from gpubench.loadgen.loadgen_cli import loadgen
+from gpubench.params import NOISE, folder_name
 from gpubench.registry import UnknownName, pick
-
-
-def _split_setups(values: tuple[str, ...]) -> list[str]:
-    return [s.strip() for v in values for s in v.split(",") if s.strip()]
+from gpubench.run_args import RunArgs, split_setups
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=exit_codes.epilog())
@@ -93,7 +91,9 @@ def show(workload: str) -> None:
         better = f", {metric.better} is better" if metric.better else ""
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
-        lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
+        from gpubench.pricing import cost_metric_names
+
+        lines.append(f"  + {cost_metric_names(spec.cost)[0]} from {spec.cost.metric} and --price")
     lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
@@ -153,21 +153,16 @@ def images(as_json: bool) -> None:
 
 @cli.command(epilog=exit_codes.epilog())
 @click.argument("workload")
-@click.option("--setups", "setups_opt", multiple=True, metavar="A,B", help="Setups to run (default: all).")
-@click.option("--smoke", is_flag=True, help="A tiny size that runs on a CPU in seconds, same code path.")
-@click.option("--repeats", type=int, default=1, show_default=True,
-              help="Runs per setup; summaries give median/min/max/CV.")
-@click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
-              help="Hourly GPU price, for cost per unit of output [env GPUBENCH_PRICE_USD_PER_HOUR, or the"
-                   " entry of GPUBENCH_PRICES_USD_PER_HOUR matching this GPU].")
+@run_args.option("setups")
+@run_args.option("smoke")
+@run_args.option("repeats")
+@run_args.option("price")
 @click.option("--store", default=None, metavar="URL",
               help="s3://bucket/prefix to upload to (default: local folder only).")
-@click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE", help="Override a config field.")
-@click.option("--weights", type=click.Choice(["auto", "random"]), default="auto", show_default=True,
-              help="auto: the study's weights, found locally or an error naming the missing ones;"
-                   " random: build the models from their configs (same compute).")
-@click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
+@run_args.option("results_dir")
+@run_args.option("overrides")
+@run_args.option("weights")
+@run_args.option("run_id")
 @click.option("--docker", is_flag=True, help="Run the workload's image on this machine through Docker.")
 @click.option("--image", default=None, help="With --docker: the image to run (default: the catalog's).")
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
@@ -175,8 +170,7 @@ def images(as_json: bool) -> None:
 @click.option("--gpus", default=None, metavar="all|none|N|IDS",
               help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
                    " like 0,2.")
-@click.option("--cpu", "on_cpu", is_flag=True,
-              help="Run the full-size study on a machine with no GPU anyway (it can take hours).")
+@run_args.option("on_cpu")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 @click.option("--check", "check_only", is_flag=True,
@@ -185,7 +179,7 @@ def images(as_json: bool) -> None:
 @click.option("--verbose", "-v", is_flag=True,
               help="Also show the workers' own output (library warnings, server logs, tracebacks), which run.log"
                    " always keeps.")
-def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
+def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, weights, run_id, docker, image,
         cache_volume, gpus, on_cpu, as_json, check_only, verbose) -> None:
     """Run WORKLOAD: each setup in a fresh process; a run folder on disk, and on stdout a live view on a
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
@@ -204,19 +198,16 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
         extras.require("docker", "gpubench run --docker", ("docker",))
     elif spec.extra:
         extras.require(spec.extra, f"gpubench run {workload}", spec.extra_modules, torch="torch" in spec.dependencies)
-    setups = pick(f"setup of {workload}", _split_setups(setups_opt), spec.setups) if setups_opt else list(spec.setups)
+    repeats, weights = repeats or 1, weights or "auto"
+    setups = pick(f"setup of {workload}", list(split_setups(setups)), spec.setups) if setups else list(spec.setups)
     if not setups:
         raise CliError(f"--setups names no setup; valid: {', '.join(spec.setups)}")
     if image and not docker:
         raise CliError("--image applies only with --docker (the image to run); add --docker or drop --image")
     if gpus is not None and not docker:
         raise CliError("--gpus applies only with --docker (the container's GPUs); add --docker or drop --gpus")
-    if repeats < 1:
-        raise CliError(f"--repeats must be at least 1 (got {repeats})")
     if price is None and not check_only:
         price = price_from_launcher()
-    if price is not None and price <= 0:
-        raise CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
     run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
     if not runid.is_run_id(run_id):
@@ -260,8 +251,9 @@ def run(workload, setups_opt, smoke, repeats, price, store, results_dir, overrid
             else:
                 click.echo(weights_note, err=True)
         if docker:
-            outcome = _run_docker(spec, run_dir, image, cache_volume, _container_args(
-                workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu), gpus)
+            args = RunArgs(workload=workload, setups=tuple(setups), smoke=smoke, repeats=repeats,
+                           overrides=tuple(overrides), weights=weights, price=price, run_id=run_id, on_cpu=on_cpu)
+            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus)
         else:
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
@@ -296,7 +288,7 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
 
     image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
-                          "gpus": gpus or "none", "command": ["gpubench", *args]})
+                          "gpus": gpus or "none", "command": ["gpubench", *args.to_argv()]})
     stream = RecordStream(run_dir)
     passthrough = {"GPUBENCH_LAUNCHER": "docker", "GPUBENCH_IMAGE_DIGEST": os.environ.get("GPUBENCH_IMAGE_DIGEST", "")}
     try:
@@ -328,20 +320,6 @@ def _show_and_log(run_dir, line: str) -> None:
     """The container's human text: on our stderr as a local run shows it, and in run.log."""
     run_dir.log(line)
     click.echo(line, err=True)
-
-
-def _container_args(workload, setups, smoke, repeats, price, overrides, weights, run_id, on_cpu=False) -> list[str]:
-    args = ["run", workload, "--setups", ",".join(setups), "--repeats", str(repeats), "--weights", weights,
-            "--run-id", run_id]
-    if on_cpu:
-        args.append("--cpu")
-    if smoke:
-        args.append("--smoke")
-    if price:
-        args += ["--price", str(price)]
-    for pair in overrides:
-        args += ["--set", pair]
-    return args
 
 
 @cli.command()
@@ -398,7 +376,9 @@ def report(paths, html_file) -> None:
         extras.require("report", "gpubench report --html", ("matplotlib",))
         check_output_file(html_file, "--html")
     try:
-        built = reports.build(stored_runs.discover(list(paths), on_progress=progress))
+        runs = stored_runs.discover(list(paths), on_progress=progress)
+        _say_damaged(runs)
+        built = reports.build(runs)
     except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
     for workload in built:
@@ -419,9 +399,16 @@ def report(paths, html_file) -> None:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 
+def _say_damaged(runs) -> None:
+    """A line of a stored run that is no record (cut short, edited) is skipped, and said with its file and line."""
+    for run in runs:
+        for where in run.damaged:
+            click.echo(f"gpubench: {where}: not a readable record, skipped", err=True)
+
+
 @cli.command()
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--out", "out", type=click.Path(file_okay=False), callback=folder_name, required=True,
               help="The site's folder; an existing site there is updated (only what new runs touch).")
 def site(sources, out) -> None:
     """A static site from stored runs (folders or s3://bucket/prefix): an index and a page per study."""
@@ -457,7 +444,7 @@ def recommend(study, sources, metric, slo) -> None:
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on", "fail_on", multiple=True, metavar="METRIC",
               help="Exit 1 when this metric got worse beyond noise in RUN_B (repeatable), e.g. to gate CI.")
-@click.option("--noise", type=float, default=0.05, show_default=True,
+@click.option("--noise", type=NOISE, default=0.05, show_default=True,
               help="The smallest relative difference that counts, whatever the runs' own spread.")
 @click.option("--all", "show_all", is_flag=True, help="Show metrics within noise too.")
 def compare(run_a, run_b, fail_on, noise, show_all) -> None:
@@ -468,10 +455,9 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
     from gpubench.results.compare import verdicts as compare_verdicts
     from gpubench.results.summary import SMOKE_BANNER, fmt
 
-    if noise < 0:
-        raise CliError(f"--noise must be 0 or more (got {noise})")
     try:
         a, b = stored_runs.load(run_a), stored_runs.load(run_b)
+        _say_damaged([a, b])
         rows = compare_runs(a, b, floor=noise)
     except (stored_runs.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None

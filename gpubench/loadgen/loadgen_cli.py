@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from gpubench.cli import common
+from gpubench.params import PRICE
 
 COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
 
@@ -51,7 +52,7 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--max-error-rate", type=float, default=0.01, show_default=True,
               help="Fail the run when more than this share of requests fail.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per request.")
-@click.option("--price", type=float, default=None, metavar="USD_PER_HOUR",
+@click.option("--price", type=PRICE, default=None, metavar="USD_PER_HOUR",
               help="Hourly price of the server's GPU, for $ per 1M output tokens [env GPUBENCH_PRICE_USD_PER_HOUR].")
 @click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
 @click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix to upload to.")
@@ -92,8 +93,6 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
                    " (the server's prompt_tokens is recorded)", err=True)
     if price is None:
         price = common.price_from_launcher()
-    if price is not None and price <= 0:
-        raise common.CliError(f"--price must be a positive hourly price in USD (got {price})")
     target = stores.parse_store(store)
     results_dir = results_dir or common.default_results_dir()
     stores.check_local_dir(results_dir)
@@ -149,7 +148,7 @@ def _check_reachable(spec) -> None:
 def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
     from gpubench.run import environment
-    from gpubench.run.runner import cost_metrics, describe, overall_status, run_config
+    from gpubench.run.runner import describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
     env = environment.collect((), price)
@@ -158,7 +157,7 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target):
                               smoke=False, config=dataclasses.asdict(spec), environment=env))
     started = time.perf_counter()
     click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
-    result = _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics)
+    result = _measure(spec, setup, run_id, run_dir, workload, price)
     run_dir.record(result)
     click.echo(describe(result), err=True)
     if result.info.get("errors_by_kind"):
@@ -169,13 +168,14 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     return result
 
 
-def _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics):
+def _measure(spec, setup, run_id, run_dir, workload, price):
     """One result record: ok with the load's metrics, or error with the reason (and what was measured)."""
+    from gpubench import pricing
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
     from gpubench.run.worker import one_line
-    from gpubench.schema import Metric, Progress, SetupResult
+    from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, split_finite
 
     def progress(phase, done=None, total=None, message=None):
         run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,
@@ -188,15 +188,15 @@ def _measure(spec, setup, run_id, run_dir, workload, price, cost_metrics):
     except (LoadFailed, LoadSpecError, OSError, ValueError) as exc:
         status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
     else:
-        values = run.metrics()
-        metrics = {name: Metric(value=float(values[name]), unit=d.unit, better=d.better)
+        values, not_finite = split_finite(run.metrics())
+        metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
                    for name, d in LOAD_METRICS.items() if name in values}
-        info = run.info()
+        info = {**run.info(), **({NOT_FINITE: not_finite} if not_finite else {})}
         try:
             run.check()
         except LoadFailed as exc:
             status, error = "error", str(exc)
         if status == "ok" and price:
-            metrics.update(cost_metrics(workload, metrics, price))
+            metrics.update(pricing.cost_metrics(workload.cost, metrics, price))
     return SetupResult(run_id=run_id, setup=setup, repeat=1, status=status, metrics=metrics, error=error, info=info,
                        duration_s=round(time.perf_counter() - started, 3))

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gpubench.params import number_problem  # NaN passes every comparison; infinity is no rate or time
+
 Endpoint = Literal["completions", "chat"]
 ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 
@@ -72,7 +74,7 @@ class LoadSpec:
             raise LoadSpecError("give users, a rate, or both")
         if self.requests < 1:
             raise LoadSpecError(f"requests must be at least 1 (got {self.requests})")
-        if self.rate is not None and self.rate <= 0:
+        if self.rate is not None and number_problem(self.rate, "positive", 0, min_open=True):
             raise LoadSpecError(f"rate must be a positive number of requests per second (got {self.rate})")
         if not self.burstiness > 0:
             raise LoadSpecError(f"burstiness must be a positive number (got {self.burstiness})")
@@ -80,6 +82,8 @@ class LoadSpec:
             raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
         if (env := os.environ.get(PROCESSES_VARIABLE)) and not (env.isdigit() and int(env) >= 1):
             raise LoadSpecError(f"{PROCESSES_VARIABLE}={env!r}: give a whole number of client processes, at least 1")
+        if number_problem(self.temperature, "0 or more", 0):
+            raise LoadSpecError(f"temperature must be a finite number, 0 or more (got {self.temperature})")
         for name in ("warmup", "input_tokens", "prefix_tokens"):
             if (getattr(self, name) or 0) < 0:
                 raise LoadSpecError(f"{name} must not be negative (got {getattr(self, name)})")
@@ -89,9 +93,9 @@ class LoadSpec:
             raise LoadSpecError("a random prompt needs at least one token (input_tokens + prefix_tokens)")
         if self.vocab_size < 2:
             raise LoadSpecError(f"vocab_size must be at least 2 (got {self.vocab_size})")
-        if not self.timeout_s > 0:
+        if number_problem(self.timeout_s, "positive", 0, min_open=True):
             raise LoadSpecError(f"timeout must be a positive number of seconds (got {self.timeout_s})")
-        if not 0 <= self.max_error_rate <= 1:
+        if number_problem(self.max_error_rate, "a fraction", 0, maximum=1):
             raise LoadSpecError(f"max_error_rate is a fraction between 0 and 1 (got {self.max_error_rate})")
         self.prompts = tuple(self.prompts)
 

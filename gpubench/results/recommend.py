@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpubench import pricing
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.loadgen import slo
 from gpubench.registry import UnknownName
@@ -208,8 +209,8 @@ def _cost(spec: WorkloadSpec, choice: Choice, metric: str) -> None:
     if basis is None or metric != basis.metric or choice.price is None:
         return
     h = choice.headline
-    choice.cost = basis.usd_per_unit(h.median, choice.price)
-    ends = [basis.usd_per_unit(v, choice.price) for v in (h.min, h.max)]
+    choice.cost = pricing.usd_per_unit(basis, h.median, choice.price)
+    ends = [pricing.usd_per_unit(basis, v, choice.price) for v in (h.min, h.max)]
     if None not in ends:
         choice.cost_range = (min(ends), max(ends))
 

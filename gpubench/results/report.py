@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpubench import reference
+from gpubench import pricing, reference
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 from gpubench.loadgen import slo
 from gpubench.measure import flops
@@ -135,12 +135,10 @@ def config_variants(runs: list[StoredRun]) -> dict[int, str]:
 
 def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
     """A result with its cost per unit at its own run's price, when the run recorded one and no cost yet."""
-    from gpubench.run.runner import cost_metrics
-
     price = run.price_usd_per_hour
-    if price and not any(name.startswith("usd_per_") for name in result.metrics):
+    if price and not any(pricing.is_cost(name) for name in result.metrics):
         result = result.model_copy(deep=True)
-        result.metrics.update(cost_metrics(spec, result.metrics, price))
+        result.metrics.update(pricing.cost_metrics(spec.cost, result.metrics, price))
     return result
 
 

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
+from gpubench import pricing
 from gpubench.catalog import WORKLOADS
 from gpubench.registry import UnknownName
 from gpubench.results import compare, report, stored_runs
@@ -429,7 +430,7 @@ def latest_change(s: dict) -> tuple[str, str]:
 
 def history_metrics(table: report.WorkloadReport) -> list[str]:
     """The headline metrics drawn over time: the table's first four measured ones (not cost, memory or peak)."""
-    return [m for m in table.columns if not (m.startswith("usd_per_") or "peak" in m or "per_usd" in m)][:4]
+    return [m for m in table.columns if not (pricing.is_cost_or_value(m) or "peak" in m)][:4]
 
 
 def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:

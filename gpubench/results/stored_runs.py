@@ -31,6 +31,7 @@ class StoredRun:
     started: RunStarted
     results: list[SetupResult] = field(default_factory=list)
     finished: RunFinished | None = None
+    damaged: list[str] = field(default_factory=list)  # "<file>:<line>" of lines that looked like records but are not
 
     @property
     def partial(self) -> bool:
@@ -123,17 +124,24 @@ def load(path: str | Path) -> StoredRun:
         lines = records_file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise StoredRunError(f"{path}: not a gpubench run ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise StoredRunError(f"{records_file}: not UTF-8 text (byte {exc.start}), so not gpubench records") from None
     return from_lines(path, lines, records_file)
 
 
 def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> StoredRun:
-    """A run from its record lines (other lines are skipped), `path` being where it is said to live."""
-    started, finished, results = None, None, {}
+    """A run from its record lines, `path` being where it is said to live. Other lines are skipped: in a records
+    file every line is a record, so one that is not is damaged and named; elsewhere (a job's captured output) only
+    a line that looks like one (a JSON object) is."""
+    started, finished, results, damaged = None, None, {}, []
+    only_records = Path(records_file).name == RECORDS_FILE
     for number, line in enumerate(lines, 1):
         try:
             record = parse_record(line)
         except ValueError as exc:  # another schema major version
             raise StoredRunError(f"{records_file}:{number}: {exc}") from None
+        if record is None and line.strip() and (only_records or line.lstrip().startswith("{")):
+            damaged.append(f"{records_file}:{number}")
         if isinstance(record, RunStarted):
             started = record
         elif isinstance(record, SetupResult):
@@ -146,4 +154,4 @@ def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> S
             finished = record
     if started is None:
         raise StoredRunError(f"{records_file}: no run_started record, so not a gpubench run")
-    return StoredRun(path=path, started=started, results=list(results.values()), finished=finished)
+    return StoredRun(path=path, started=started, results=list(results.values()), finished=finished, damaged=damaged)

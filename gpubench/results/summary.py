@@ -12,6 +12,7 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpubench import pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import flops
 from gpubench.schema import MetricSummary, SetupSummary
@@ -37,7 +38,7 @@ def headline_metrics(workload: WorkloadDefinition | None, reported: list[str]) -
     machine = [flops.METRIC, flops.PEAK_METRIC]
     declared = list(workload.metrics) if workload is not None else reported
     chosen = list((workload.headline if workload is not None else ()) or [m for m in declared if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen + machine]
+    chosen += [m for m in reported if ("peak" in m or pricing.is_cost(m)) and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
 

@@ -38,6 +38,7 @@ from gpubench import __version__
 from gpubench.catalog import WorkloadSpec
 from gpubench.images import CACHE_DIR, HF_HOME
 from gpubench.run.ingest import LineAssembler
+from gpubench.run_args import RunArgs
 
 LABEL = "io.gpubench"
 OWNER_LABEL = f"{LABEL}.owner"  # host/boot id/pid/start time of the gpubench that started the container
@@ -100,17 +101,17 @@ def device_requests(gpus: str | int | None) -> list:
     return [DeviceRequest(device_ids=text.removeprefix("device=").split(","), capabilities=[["gpu"]])]
 
 
-def container_spec(spec: WorkloadSpec, args: list[str], *, image: str, cache_volume: str, env: dict[str, str],
+def container_spec(spec: WorkloadSpec, args: RunArgs, *, image: str, cache_volume: str, env: dict[str, str],
                    gpus: str | None = "all") -> dict:
     """Keyword arguments for docker's client.containers.create(...) (or .run(..., detach=True))."""
     from docker.types import Ulimit
 
     labels = {LABEL: "1", f"{LABEL}.workload": spec.name, f"{LABEL}.version": __version__, OWNER_LABEL: owner()}
-    if "--run-id" in args[:-1]:
-        labels[f"{LABEL}.run-id"] = str(args[args.index("--run-id") + 1])
+    if args.run_id:
+        labels[f"{LABEL}.run-id"] = args.run_id
     return {
         "image": image,
-        "command": [str(a) for a in args],  # the entrypoint is `gpubench`
+        "command": args.to_argv(),  # the entrypoint is `gpubench`
         "device_requests": device_requests(gpus),
         "volumes": {cache_volume: {"bind": CACHE_DIR, "mode": "rw"}},
         "environment": {**env, "HF_HOME": HF_HOME, "PYTHONUNBUFFERED": "1",
@@ -295,7 +296,7 @@ class _Output(threading.Thread):
         return not self.is_alive()
 
 
-def run_in_docker(spec: WorkloadSpec, args: list[str], *, image: str, cache_volume: str, env: dict[str, str],
+def run_in_docker(spec: WorkloadSpec, args: RunArgs, *, image: str, cache_volume: str, env: dict[str, str],
                   gpus: str | None = "all", on_stdout_line: Callable[[str], None],
                   on_stderr_line: Callable[[str], None], run_folder: Path | None = None) -> int:
     """Run the image to completion; returns the container's exit code. Ctrl-C is passed on to the run inside (then

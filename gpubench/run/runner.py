@@ -19,12 +19,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpubench import __version__
+from gpubench import __version__, pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, utilisation
 from gpubench.schema import (
+    NOT_FINITE,
     SCHEMA_VERSION,
     Derived,
     Metric,
@@ -33,6 +34,7 @@ from gpubench.schema import (
     RunStarted,
     SetupResult,
     parse_record,
+    split_finite,
     summarize_results,
 )
 from gpubench.stores import RunDir
@@ -50,21 +52,6 @@ class RunRequest:
     price_usd_per_hour: float | None = None
     weights: Literal["auto", "random"] = "auto"
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
-
-
-def cost_metrics(spec: WorkloadSpec, metrics: dict[str, Metric], usd_per_hour: float) -> dict[str, Metric]:
-    """$ per unit of output and units per $, from the workload's cost basis and an hourly price."""
-    basis = spec.cost
-    if basis is None or basis.metric not in metrics:
-        return {}
-    usd = basis.usd_per_unit(metrics[basis.metric].value, usd_per_hour)
-    if usd is None:
-        return {}
-    slug = basis.unit.replace(" ", "_")
-    return {
-        f"usd_per_{slug}": Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
-        f"{slug}_per_usd": Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
-    }
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -196,6 +183,8 @@ class Runner:
         self.results.append(result)
         self.run_dir.record(result)
         self._echo(describe(result))
+        if result.info.get(NOT_FINITE):
+            self._echo(f"  {result.setup}: {_left_out(result.info[NOT_FINITE])}")
         return result
 
     def _costed(self, result: SetupResult) -> SetupResult:
@@ -203,7 +192,7 @@ class Runner:
         share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
-            result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
+            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
         if result.status == "ok":
             dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
             share = flops.peak_share(result.metrics, result.device, dtype)
@@ -225,7 +214,12 @@ class Runner:
         for setup, values in workload.derive(self.request.config, list(ok.values())).items():
             if setup not in ok or not values:
                 continue
-            metrics = {name: Metric(value=float(value), unit=workload.metrics[name].unit,
+            values, not_finite = split_finite(values)
+            if not_finite:
+                self._echo(f"  {setup}: derived, {_left_out(not_finite)}")
+            if not values:
+                continue
+            metrics = {name: Metric(value=value, unit=workload.metrics[name].unit,
                                     better=workload.metrics[name].better) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
@@ -268,6 +262,10 @@ def describe(result: SetupResult) -> str:
     own = [(k, m) for k, m in result.metrics.items() if k not in utilisation.METRICS]  # the machine's: in the table
     shown = ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in own[:6])
     return f"  {result.setup}: ok  {shown}"
+
+
+def _left_out(not_finite: dict[str, str]) -> str:
+    return "not finite, left out: " + ", ".join(f"{name}={value}" for name, value in not_finite.items())
 
 
 def _fmt(value: float) -> str:

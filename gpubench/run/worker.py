@@ -23,7 +23,7 @@ import traceback
 from gpubench.catalog import WORKLOADS
 from gpubench.ports import free_port
 from gpubench.run import utilisation
-from gpubench.schema import Metric, Progress, SetupResult, parse_record, to_line
+from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, parse_record, split_finite, to_line
 from gpubench.workload import SetupContext, SetupSkipped, WorkloadDefinition, load
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
@@ -100,16 +100,20 @@ class Worker:
     def result(self, setup: str, workload: WorkloadDefinition | None, started: float, values=None, exc=None, extra=None,
                machine=None) -> SetupResult:
         """machine: the utilisation figures, after the workload's own metrics."""
+        not_finite: dict[str, str] = {}
         if exc is None:
             metrics = {}
-            for name, value in {**(extra.metrics if extra else {}), **values, **(machine or {})}.items():
+            finite, not_finite = split_finite({**(extra.metrics if extra else {}), **values, **(machine or {})})
+            for name, value in finite.items():
                 definition = metric_definition(workload, name)
-                metrics[name] = Metric(value=float(value), unit=definition.unit, better=definition.better)
+                metrics[name] = Metric(value=value, unit=definition.unit, better=definition.better)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
         else:
             status, error = failure(exc)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status=status, error=error)
         result.info = dict(extra.info) if extra else {}
+        if not_finite:
+            result.info[NOT_FINITE] = not_finite
         if "torch" in sys.modules:
             result.device = detect_device()
         else:  # an engine without torch (CTranslate2) says its device in info; None: failed before choosing one

@@ -154,12 +154,13 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         metrics["host_bound_share"] = share
     metrics["tuned_gain"] = metrics["tuned_passages_per_s"] / metrics["passages_per_s"]
     metrics["tuned_vs_gpu_only"] = metrics["tuned_passages_per_s"] / metrics["gpu_only_passages_per_s"]
-    if ctx.price_usd_per_hour:  # the catalog's cost basis prices passages_per_s; the tuned rate is priced here
-        from gpubench.catalog import WORKLOADS
+    # The catalog's cost basis prices passages_per_s (the runner adds it); the tuned rate at the same price here.
+    from gpubench import pricing
+    from gpubench.catalog import WORKLOADS
 
-        cost = WORKLOADS.get("embed").cost.usd_per_unit(metrics["tuned_passages_per_s"], ctx.price_usd_per_hour)
-        if cost is not None:
-            metrics["tuned_usd_per_1M_passages"] = cost
+    cost = pricing.usd_per_unit(WORKLOADS.get("embed").cost, metrics["tuned_passages_per_s"], ctx.price_usd_per_hour)
+    if cost is not None:
+        metrics["tuned_usd_per_1M_passages"] = cost
     if not on_cuda:
         metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
     return metrics
