@@ -38,6 +38,7 @@ HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
     "server_ready_s", "first_chat_reply_s", "goodput_tokens_per_s", "slo_met", "slo_max_users",
     "slo_usd_per_1M_output_tokens",
+    "tokens_streamed_pct",  # not the post's: under 100 flags a result (serving_common)
 ]
 
 METRICS = common.METRICS_COMMON
@@ -67,7 +68,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     users, prompts = SETUPS[setup]
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, prompts), input_tokens=config.input_tokens,
-                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed,
+                               output_tokens=config.output_tokens, ignore_eos=True, level=setup, seed=config.seed,
                                target=common.slo.of_config(config))
 
 
