@@ -106,11 +106,11 @@ def model_folder(config: ServingConfig, ctx: SetupContext):
     with tempfile.TemporaryDirectory(prefix="gpubench-model-") as tmp:
         if config.model_shape == "tiny":
             write_qwen2(tmp, TINY, weights=True)
-            yield ServedModel(tmp, "a 2-layer Qwen2 with random weights and a locally built tokenizer (smoke)")
+            yield ServedModel(tmp, "a 2-layer Qwen2 with random weights and a full-vocabulary tokenizer (smoke)")
         else:
             write_qwen2(tmp, QWEN25_7B, weights=False)
-            yield ServedModel(tmp, f"random weights at {config.model}'s shape (vLLM --load-format dummy), a locally"
-                                   " built tokenizer", load_format="dummy")
+            yield ServedModel(tmp, f"random weights at {config.model}'s shape (vLLM --load-format dummy), a"
+                                   " full-vocabulary byte-level BPE (every id streams as text)", load_format="dummy")
 
 
 @dataclass
