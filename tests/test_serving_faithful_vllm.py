@@ -35,7 +35,8 @@ def session(tmp_path_factory):
     server = VllmServer(flags, tmp / "vllm.log", python=str(VLLM_PYTHON), extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
                         ready_timeout_s=900)
     server.start()
-    yield common.Session("vllm", server, MODEL, tokenizer=str(folder))
+    facts = common.decode_facts(str(folder), "bfloat16", "", server.startup_facts())  # as vllm_session has them
+    yield common.Session("vllm", server, MODEL, tokenizer=str(folder), facts=facts)
     server.stop()
 
 
