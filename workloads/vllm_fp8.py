@@ -4,8 +4,9 @@ Study: Qwen/Qwen2.5-7B-Instruct's bf16 checkpoint in both modes, vLLM 0.11.0 --d
 --max-model-len 4096 --gpu-memory-utilization 0.90, plus --quantization fp8 (weights converted at load
 time, per-tensor scale, dynamic activation scales; KV cache stays bf16). A fresh server per mode. Load:
 `vllm bench serve` random prompts, 512 in and exactly 256 out (--ignore-eos), concurrency 1, 8, 32, 64
-(16, 64, 192, 320 prompts), seed 42. Quality: the first 300 GSM8K test questions, zero-shot, greedy, up
-to 768 output tokens, the answer from the `#### <answer>` line, 64 requests in flight.
+(16, 64, 192, 320 prompts), seed 42 (each level's prompts its own, the same for both modes). Quality:
+the first 300 GSM8K test questions, zero-shot, greedy, up to 768 output tokens, the answer from the
+`#### <answer>` line, 64 requests in flight.
 Derived: FP8's speed-up over bf16 at each concurrency, and where the two modes' GSM8K answers differ.
 """
 

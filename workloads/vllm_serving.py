@@ -3,10 +3,12 @@
 Study: vLLM 0.11.0, --dtype bfloat16 --max-model-len 4096 --gpu-memory-utilization 0.90, everything else
 default; `vllm bench serve` random prompts, 512 tokens in and exactly 256 out (--ignore-eos), concurrency
 1, 8, 32 and 64 (16, 64, 192 and 320 prompts), seed 42, client on the same machine. One server for the
-four levels; its time to ready and the first chat reply are reported with c1. Cost per 1M output tokens
-comes from output_tokens_per_s and the hourly price (the catalog's cost basis). Each level is judged at the latency
-target (config slo_ttft_p99_ms, slo_tpot_p99_ms: MLPerf's Llama-3.1-8B Server values by default): goodput, and
-the highest level that met it, with its cost per 1M tokens (gpubench/loadgen/slo.py).
+four levels; its time to ready and the first chat reply are reported with c1. Each level's prompts are
+its own (a seed from 42 and the level: one seed for all would make c8 re-send c1's prompts into the prefix
+cache). Cost per 1M output tokens comes from output_tokens_per_s and the hourly price (the catalog's cost
+basis). Each level is judged at the latency target (config slo_ttft_p99_ms, slo_tpot_p99_ms: MLPerf's
+Llama-3.1-8B Server values by default): goodput, and the highest level that met it, with its cost per 1M
+tokens (gpubench/loadgen/slo.py).
 """
 
 from __future__ import annotations
