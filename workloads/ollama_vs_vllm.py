@@ -69,6 +69,7 @@ SETUP_NOTES = {
 HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p95", "usd_per_1M_output_tokens",
     "gpu_memory_in_use_gib", "gsm8k_accuracy", "gsm8k_correct", "gsm8k_wall_s",
+    "tokens_streamed_pct",  # not the post's: under 100 flags a result (serving_common)
 ]
 
 METRICS = {**common.METRICS_COMMON, **common.DISAGREEMENT_METRICS}
@@ -103,7 +104,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     return common.measure_load(ctx.session, ctx, endpoint="chat", users=users,
                                requests=common.capped(config, requests), prompts=PROMPTS,
                                output_tokens=config.output_tokens, temperature=0.0, extra_body={"seed": 0},
-                               target=common.slo.of_config(config))
+                               target=common.slo.of_config(config), level=setup.rsplit("-", 1)[1], seed=0)
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:

@@ -4,12 +4,17 @@ A session starts one server (vLLM or Ollama) for every setup that shares its fla
 cleanly after them (the runner groups the setups by `session_key`); what it learns while starting
 (time to ready, weights and KV cache sizes, pull time) is reported once, with the group's first
 setup. A load setup reads the server's /metrics counters before and after its timed requests, so the
-prefix cache hit rate is that run's own. Heavy imports stay inside functions.
+prefix cache hit rate is that run's own, and its random prompts are its load level's own (`level_seed`):
+levels sharing a server never re-send each other's prompts into its prefix cache. Every load result says
+what share of the server's counted completion tokens arrived as streamed text (`tokens_streamed_pct`, a
+headline column): under 100, the inter-token times were measured on fewer chunks than tokens.
+Heavy imports stay inside functions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import shutil
 import tempfile
@@ -36,6 +41,9 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "prefix_cache_hit_rate": MetricDef("%", "higher", "/metrics prefix-cache hits / queries over the timed run"),
     "prefix_cache_queries": MetricDef("tokens", None, "prompt tokens looked up in the prefix cache over the timed run"),
     "prefix_cache_hits": MetricDef("tokens", None, "of those, tokens found in the cache"),
+    "tokens_streamed_pct": MetricDef("%", "higher", "completion tokens that arrived as streamed chunks, of those the"
+                                     " server counted, over the timed requests: 100 when every token was streamed"
+                                     " on its own; less flags a result whose inter-token times miss tokens"),
     "server_prompt_tokens": MetricDef("tokens", None, "vllm:prompt_tokens over the timed run"),
     "server_generation_tokens": MetricDef("tokens", None, "vllm:generation_tokens over the timed run"),
     "pull_s": MetricDef("s", "lower", "ollama pull, through its API"),
@@ -98,11 +106,11 @@ def model_folder(config: ServingConfig, ctx: SetupContext):
     with tempfile.TemporaryDirectory(prefix="gpubench-model-") as tmp:
         if config.model_shape == "tiny":
             write_qwen2(tmp, TINY, weights=True)
-            yield ServedModel(tmp, "a 2-layer Qwen2 with random weights and a locally built tokenizer (smoke)")
+            yield ServedModel(tmp, "a 2-layer Qwen2 with random weights and a full-vocabulary tokenizer (smoke)")
         else:
             write_qwen2(tmp, QWEN25_7B, weights=False)
-            yield ServedModel(tmp, f"random weights at {config.model}'s shape (vLLM --load-format dummy), a locally"
-                                   " built tokenizer", load_format="dummy")
+            yield ServedModel(tmp, f"random weights at {config.model}'s shape (vLLM --load-format dummy), a"
+                                   " full-vocabulary byte-level BPE (every id streams as text)", load_format="dummy")
 
 
 @dataclass
@@ -203,18 +211,37 @@ def capped(config: ServingConfig, requests: int) -> int:
     return min(requests, config.max_requests) if config.max_requests else requests
 
 
-def measure_load(session: Session, ctx: SetupContext, target: slo.Target | None = None,
+def level_seed(seed: int, level: str) -> int:
+    """The prompt seed of one load level: the run's seed and the level's name, hashed. Fresh prompts per level
+    (levels on one server would otherwise re-send each other's, and hit its prefix cache); the same prompts for
+    every server or mode at that level, so a comparison between them sends the same requests."""
+    return int.from_bytes(hashlib.sha256(f"{seed}/{level}".encode()).digest()[:4], "big")
+
+
+def streamed_pct(records) -> float | None:
+    """tokens_streamed_pct: tokens that arrived as chunks over the server's count, over the ok requests that
+    have a server count (None when none has)."""
+    counted = [r for r in records if r.ok and r.completion_tokens is not None]
+    expected = sum(r.completion_tokens for r in counted)
+    return 100.0 * sum(r.tokens_received for r in counted) / expected if expected else None
+
+
+def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, target: slo.Target | None = None,
                  **spec_fields) -> dict[str, float]:
     """One timed load (LoadSpec fields) against the session's server, with its /metrics deltas, and its goodput
-    and verdict at the latency target when one is given."""
+    and verdict at the latency target when one is given; its random prompts come from `level_seed(seed, level)`."""
     from gpubench.loadgen.run import run_load
     from gpubench.loadgen.spec import LoadSpec
 
-    spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, **spec_fields)
+    prompt_seed = level_seed(seed, level)
+    spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
+                    **spec_fields)
     before = session.counters()
     run = run_load(spec, progress=ctx.progress, on_timed=lambda: before.update(session.counters()))  # after warm-up
     after = session.counters()
     metrics = run.metrics()
+    if (share := streamed_pct(run.records)) is not None:
+        metrics["tokens_streamed_pct"] = share
     delta = {name: after[name] - before.get(name, 0.0) for name in after}
     if "prefix_cache_queries" in delta:
         queries, hits = delta["prefix_cache_queries"], delta.get("prefix_cache_hits", 0.0)
@@ -223,7 +250,10 @@ def measure_load(session: Session, ctx: SetupContext, target: slo.Target | None 
     if "prompt_tokens" in delta:
         metrics.update(server_prompt_tokens=delta["prompt_tokens"],
                        server_generation_tokens=delta.get("generation_tokens", 0.0))
-    ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"})
+    ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"},
+                    prompt_seed={"seed": prompt_seed, "from": f"run seed {seed}, load level {level!r}",
+                                 "levels": "fresh random prompts per load level, the same at a level for every"
+                                           " server (fixed prompts, when given, are cycled as they are)"})
     if target is not None:
         metrics.update(slo.level_metrics(run.records, run.duration_s, metrics, target))
         ctx.info["slo_target"] = target.describe()

@@ -4,8 +4,9 @@ Study: Qwen/Qwen2.5-7B-Instruct's bf16 checkpoint in both modes, vLLM 0.11.0 --d
 --max-model-len 4096 --gpu-memory-utilization 0.90, plus --quantization fp8 (weights converted at load
 time, per-tensor scale, dynamic activation scales; KV cache stays bf16). A fresh server per mode. Load:
 `vllm bench serve` random prompts, 512 in and exactly 256 out (--ignore-eos), concurrency 1, 8, 32, 64
-(16, 64, 192, 320 prompts), seed 42. Quality: the first 300 GSM8K test questions, zero-shot, greedy, up
-to 768 output tokens, the answer from the `#### <answer>` line, 64 requests in flight.
+(16, 64, 192, 320 prompts), seed 42 (each level's prompts its own, the same for both modes). Quality:
+the first 300 GSM8K test questions, zero-shot, greedy, up to 768 output tokens, the answer from the
+`#### <answer>` line, 64 requests in flight.
 Derived: FP8's speed-up over bf16 at each concurrency, and where the two modes' GSM8K answers differ.
 """
 
@@ -57,6 +58,7 @@ HEADLINE = [  # the post's table columns, in its order
     "output_tokens_per_s", "per_user_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "usd_per_1M_output_tokens",
     "gsm8k_correct", "gsm8k_accuracy", "gsm8k_wall_s", "weights_gib", "kv_cache_gib", "kv_cache_tokens",
     "server_ready_s", "slo_max_users", "slo_usd_per_1M_output_tokens",
+    "tokens_streamed_pct",  # not the post's: under 100 flags a result (serving_common)
 ]
 
 METRICS = {
@@ -86,13 +88,14 @@ def open_session(key: str, config: Config, ctx: SetupContext):
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     _, level = SETUPS[setup]
+    name = setup.split("-", 1)[1]  # bf16 and fp8 send the same prompts at a level
     if level is None:
         return common.measure_gsm8k(ctx.session, ctx, questions=config.gsm8k_questions,
                                     concurrency=config.gsm8k_concurrency, max_tokens=config.gsm8k_max_tokens)
     users, prompts = level
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, prompts), input_tokens=config.input_tokens,
-                               output_tokens=config.output_tokens, ignore_eos=True, seed=config.seed,
+                               output_tokens=config.output_tokens, ignore_eos=True, level=name, seed=config.seed,
                                target=common.slo.of_config(config))
 
 

@@ -25,6 +25,8 @@ class Config(common.ServingConfig):
     prefix_long: int = param(4000, "the p4000 setups' shared prefix, tokens", min=1)
     unique_tokens: int = param(200, "unique prompt tokens after the prefix", min=1)
     output_tokens: int = param(128, "tokens generated per request", min=1)
+    seed: int = param(42, "random seed of the prompts; each load level's prompts and shared prefix are its own",
+                      min=0)
 
     def __post_init__(self):
         longest = max(self.prefix_short, self.prefix_long) + self.unique_tokens + self.output_tokens
@@ -50,6 +52,7 @@ SETUP_NOTES = {
 HEADLINE = [  # the post's table columns, in its order
     "requests_per_s", "output_tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50", "prefix_cache_hit_rate",
     "usd_per_1k_requests", "cost_ratio_off_vs_on",
+    "tokens_streamed_pct",  # not the post's: under 100 flags a result (serving_common)
 ]
 
 METRICS = {
@@ -82,7 +85,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     return common.measure_load(ctx.session, ctx, endpoint="completions", users=users,
                                requests=common.capped(config, requests), prefix_tokens=prefix_tokens,
                                input_tokens=config.unique_tokens, output_tokens=config.output_tokens,
-                               ignore_eos=True, seed=prefix_tokens + users, target=common.slo.of_config(config))
+                               ignore_eos=True, level=setup.split("-", 1)[1], seed=config.seed,
+                               target=common.slo.of_config(config))
 
 
 def derive(config: Config, results) -> dict[str, dict[str, float]]:

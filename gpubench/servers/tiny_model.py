@@ -3,14 +3,14 @@
 Two uses: a tiny random-weight checkpoint for the CPU tests and `--smoke` runs (seconds to build),
 and `--weights random` at the study's shape, where only config + tokenizer are written and the
 server makes random weights itself (vLLM's `--load-format dummy`: same compute, no 15 GB file).
-The tokenizer is a byte-level BPE (as Qwen's), so any text encodes; it is trained here on a fixed
-synthetic corpus, with Qwen's special tokens and its ChatML chat template.
+The tokenizer is a byte-level BPE with Qwen2's pre-tokenizer and exactly the model's vocabulary size
+(gpubench/servers/full_vocab_tokenizer.py: every id a random model samples decodes to text of its own),
+with Qwen's special tokens and its ChatML chat template.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,15 +41,16 @@ class Qwen2Shape:
 QWEN25_7B = Qwen2Shape(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                        num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768)
 # Small enough to build and serve on two CPU cores in seconds; head size 64, which CPU attention kernels support.
+# Qwen2.5's vocabulary, so the smoke serves and streams the same tokenizer as `--weights random` at full size.
 TINY = Qwen2Shape(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=2, vocab_size=1024, max_position_embeddings=8192)
+                  num_key_value_heads=2, vocab_size=QWEN25_7B.vocab_size, max_position_embeddings=8192)
 
 
 def write_qwen2(folder: str | Path, shape: Qwen2Shape = TINY, weights: bool = True, seed: int = 0) -> Path:
     """Write a loadable Qwen2 folder; `weights=False` leaves the weights to the server (dummy load)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer_size = _write_tokenizer(folder, min(shape.vocab_size, 1024))
+    tokenizer_size = _write_tokenizer(folder, shape.vocab_size)
     config = {
         "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", **asdict(shape),
         "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
@@ -58,6 +59,7 @@ def write_qwen2(folder: str | Path, shape: Qwen2Shape = TINY, weights: bool = Tr
         "bos_token_id": _special_id("<|endoftext|>", tokenizer_size), "eos_token_id": _special_id("<|im_end|>",
                                                                                                     tokenizer_size),
         "torch_dtype": "bfloat16",
+        "transformers_version": "5.0.0",  # older or none: transformers 5 checks the tokenizer for Mistral's regex bug
     }
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     (folder / "generation_config.json").write_text(json.dumps(
@@ -68,42 +70,22 @@ def write_qwen2(folder: str | Path, shape: Qwen2Shape = TINY, weights: bool = Tr
 
 
 def _special_id(token: str, tokenizer_size: int) -> int:
-    # Special tokens are added after training, so they take the last ids, in SPECIAL_TOKENS order.
+    # The special tokens take the last ids, in SPECIAL_TOKENS order (full_vocab_tokenizer.build).
     return tokenizer_size - len(SPECIAL_TOKENS) + SPECIAL_TOKENS.index(token)
 
 
-def _corpus(seed: int = 0, sentences: int = 3000) -> list[str]:
-    """Deterministic English-like text: enough merges for a realistic tokens-per-word ratio."""
-    rng = random.Random(seed)
-    syllables = ["an", "be", "co", "de", "en", "fi", "ga", "he", "in", "jo", "ka", "le", "mo", "ne", "or", "pa",
-                 "qu", "re", "si", "th", "un", "ve", "wa", "xe", "yo", "ze", "st", "ing", "tion", "er"]
-    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(600)]
-    words += ["the", "a", "of", "to", "and", "is", "in", "that", "for", "it", "how", "what", "many", "each"]
-    lines = []
-    for _ in range(sentences):
-        text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 15)))
-        lines.append(f"{text.capitalize()} {rng.randint(0, 999)}{rng.choice('.?!,')}")
-    return lines
-
-
 def _write_tokenizer(folder: Path, vocab_size: int) -> int:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    """tokenizer.json with exactly the model's vocabulary (gpubench/servers/full_vocab_tokenizer.py)."""
+    from gpubench.servers.full_vocab_tokenizer import cached_json
 
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size - len(SPECIAL_TOKENS), show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator(_corpus(), trainer=trainer)
-    tokenizer.add_special_tokens(SPECIAL_TOKENS)
-    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer.json").write_text(cached_json(vocab_size, SPECIAL_TOKENS), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHAT_TEMPLATE,
-        "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "unk_token": None,
+        # None: transformers would mark a named token special, and vLLM would then not stream it
+        "bos_token": None, "eos_token": None, "pad_token": None, "unk_token": None,
         "model_max_length": 131072, "clean_up_tokenization_spaces": False, "add_bos_token": False,
     }, indent=2))
-    return tokenizer.get_vocab_size()
+    return vocab_size
 
 
 def _write_weights(path: Path, shape: Qwen2Shape, seed: int) -> None:

