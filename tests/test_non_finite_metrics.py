@@ -31,7 +31,8 @@ class Config:
 SMOKE = {}
 METRICS = {"tokens_per_s": MetricDef("tokens/s", "higher"), "loss": MetricDef("nats", "lower"),
            "speedup": MetricDef("x", "higher"), "ratio": MetricDef("x", "higher")}
-SPEC = WorkloadSpec(name="nan-probe", title="t", study="nan probe", setups=("diverged", "steady"), gpus="none", gpu_count=0,
+SPEC = WorkloadSpec(name="nan-probe", title="t", study="nan probe", setups=("diverged", "steady"),
+                    gpus="none", gpu_count=0,
                     min_gpu_memory_gb=0, expected_minutes=1, dependencies={}, module="nan_probe",
                     cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6, kind="rate"))
 

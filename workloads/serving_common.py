@@ -234,6 +234,7 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     from gpubench.loadgen.spec import LoadSpec
 
     prompt_seed = level_seed(seed, level)
+    spec_fields.setdefault("token_ids", session.kind == "vllm")  # tokens counted, not chunks (see LoadSpec)
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
                     **spec_fields)
     before = session.counters()

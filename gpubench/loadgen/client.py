@@ -36,7 +36,8 @@ class RequestRecord:
     prompt_tokens_sent: int | None = None  # when the prompt's length is known exactly
     prompt_tokens: int | None = None  # usage, as the server reports it
     completion_tokens: int | None = None  # usage, as the server reports it
-    tokens_received: int = 0  # chunks that carried a token
+    tokens_received: int = 0  # tokens that arrived: the ids chunks name, else one per chunk that carried a token
+    chunks: int = 0  # chunks that carried a token (inter-token gaps are between these)
     usage_mismatch: str | None = None  # why the server's count and what arrived disagree
     text: str = ""
 
@@ -83,6 +84,8 @@ def payload(spec: LoadSpec, prompt: Prompt) -> bytes:
         body["prompt"] = prompt.body
     if spec.ignore_eos:
         body["ignore_eos"] = True
+    if spec.token_ids:
+        body["return_token_ids"] = True
     body.update(spec.extra_body)
     return json.dumps(body).encode()
 
@@ -145,6 +148,7 @@ def parse(raw: RawResponse) -> RequestRecord:
         total += len(data)
         ends.append(total)
     token_times: list[float] = []
+    received = 0
     text: list[str] = []
     done = finished = False
     usage = None
@@ -176,9 +180,11 @@ def parse(raw: RawResponse) -> RequestRecord:
             if is_token:
                 token_times.append(at)
                 text.append(piece)
+                ids = choice.get("token_ids")
+                received += len(ids) if isinstance(ids, list) and ids else 1
     record.e2e_s = raw.times[-1] - raw.start if raw.times else None
     record.text = "".join(text)
-    record.tokens_received = len(token_times)
+    record.tokens_received, record.chunks = received, len(token_times)
     if usage:
         record.prompt_tokens = usage.get("prompt_tokens")
         record.completion_tokens = usage.get("completion_tokens")

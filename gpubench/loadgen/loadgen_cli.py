@@ -41,6 +41,9 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--prefix-tokens", type=int, default=0, show_default=True,
               help="Tokens of one prefix shared by every request, before the unique ones.")
 @click.option("--ignore-eos", is_flag=True, help="Ask for exactly --output-tokens (vLLM's ignore_eos).")
+@click.option("--token-ids", is_flag=True,
+              help="Ask vLLM to name each chunk's tokens (return_token_ids), so a chunk carrying several counts as"
+                   " several: the arrived count then matches the server's.")
 @click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Fixed prompts, one per line, cycled (instead of random tokens).")
 @click.option("--tokenizer", type=click.Path(exists=True, file_okay=False), default=None, metavar="PATH",
@@ -60,9 +63,8 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
-            output_tokens, prefix_tokens,
-            ignore_eos, prompts_file, tokenizer, vocab_size, temperature, seed, max_error_rate, timeout, price,
-            results_dir, store, run_id, as_json) -> None:
+            output_tokens, prefix_tokens, ignore_eos, token_ids, prompts_file, tokenizer, vocab_size, temperature, seed,
+            max_error_rate, timeout, price, results_dir, store, run_id, as_json) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
     import contextlib
     import os
@@ -83,7 +85,8 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
                         users=users if users is not None or rate is not None else 1, requests=request_count,
                         rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
                         input_tokens=input_tokens, output_tokens=output_tokens,
-                        prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, temperature=temperature,
+                        prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, token_ids=token_ids,
+                        temperature=temperature,
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
     except LoadSpecError as exc:

@@ -55,6 +55,9 @@ class LoadSpec:
     prefix_tokens: int = 0
     prompts: tuple[str, ...] = ()  # fixed prompts, cycled; empty: random-token prompts
     ignore_eos: bool = False  # vLLM's extension: generate exactly output_tokens
+    # vLLM's return_token_ids: each chunk names its tokens, so a chunk that carries several (the API server
+    # merges them when it falls behind the engine) counts as that many tokens arrived
+    token_ids: bool = False
     temperature: float = 0.0
     tokenizer: str | None = None  # a tokenizer folder: chat prompts of exact length, ids from its vocabulary
     vocab_size: int = 32000  # random ids are drawn below this when no tokenizer is given
