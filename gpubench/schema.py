@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-SCHEMA_VERSION = "1.1"  # 1.1: result `info`, `derived` records
+SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy`
 
 Status = Literal["ok", "oom", "error", "skipped"]
 
@@ -90,6 +90,15 @@ class Progress(_Record):
     message: str | None = None
 
 
+class EnergyFacts(_Model):
+    """Where a result's energy figures (metrics energy_j, avg_power_w, j_per_*) came from, or why it has none."""
+
+    source: str | None = Field(None, description="NVML's total-energy counter, the integral of sampled power, or both")
+    gpus: list[int] = Field([], description="the NVML indices (of the visible GPUs) summed")
+    seconds: float | None = Field(None, description="the timed part the energy covers")
+    absent: str | None = Field(None, description="why there is no energy figure (a CPU run, NVML absent)")
+
+
 class SetupResult(_Record):
     kind: Literal["result"] = "result"
     setup: str
@@ -100,6 +109,7 @@ class SetupResult(_Record):
     device: str | None = Field(None, description="the device the setup actually ran on")
     duration_s: float | None = None
     info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
+    energy: EnergyFacts | None = Field(None, description="ok results of schema 1.2 on: the energy's source or absence")
 
 
 class Derived(_Record):

@@ -7,20 +7,21 @@ peak resident set size of this process stands in.
 
 from __future__ import annotations
 
-import os
 import resource
 import threading
 
 
 class GpuMemorySampler:
-    """A thread reading NVML's used memory of the GPU this process runs on, keeping the maximum."""
+    """A thread reading NVML's used memory of the GPU this process runs on (the first visible one, as the
+    frameworks choose it), keeping the maximum; NVML is read through gpubench/measure/nvml.py."""
 
     def __init__(self, interval_s: float = 0.5):
-        import pynvml
+        from gpubench.measure.nvml import Nvml
 
-        self._nvml = pynvml
-        pynvml.nvmlInit()
-        self._handle = _visible_device(pynvml)
+        self._nvml = Nvml()
+        if not self._nvml.handles:
+            self._nvml.close()
+            raise RuntimeError("NVML sees no GPU (CUDA_VISIBLE_DEVICES)")
         self.interval_s = interval_s
         self.peak_bytes = 0
         self.samples = 0
@@ -28,7 +29,7 @@ class GpuMemorySampler:
         self._thread = threading.Thread(target=self._run, name="nvml-sampler", daemon=True)
 
     def _sample(self) -> None:
-        self.peak_bytes = max(self.peak_bytes, self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used)
+        self.peak_bytes = max(self.peak_bytes, self._nvml.memory_used_bytes(0))
         self.samples += 1
 
     def _run(self) -> None:
@@ -44,15 +45,7 @@ class GpuMemorySampler:
         self._stop.set()
         self._thread.join()
         self._sample()  # the last moment counts too
-        self._nvml.nvmlShutdown()
-
-
-def _visible_device(pynvml):
-    """The first GPU in CUDA_VISIBLE_DEVICES (an index or a UUID), else GPU 0: the one the frameworks use."""
-    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
-    if first.isdigit():
-        return pynvml.nvmlDeviceGetHandleByIndex(int(first))
-    return pynvml.nvmlDeviceGetHandleByUUID(first)
+        self._nvml.close()
 
 
 def peak_rss_bytes() -> int:

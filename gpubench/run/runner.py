@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from gpubench import __version__
 from gpubench.catalog import WorkloadSpec
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, utilisation
 from gpubench.schema import (
@@ -65,6 +65,19 @@ def cost_metrics(spec: WorkloadSpec, metrics: dict[str, Metric], usd_per_hour: f
         f"usd_per_{slug}": Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
         f"{slug}_per_usd": Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
     }
+
+
+def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, Metric]:
+    """Joules per unit of the study's energy basis (per image, per 1M tokens) from the average draw over the timed
+    part: watts x 3600 are the joules of an hour, costed like an hourly price."""
+    basis = spec.energy_basis
+    if basis is None or basis.metric not in metrics or "avg_power_w" not in metrics:
+        return {}
+    joules = basis.per_unit(metrics[basis.metric].value, metrics["avg_power_w"].value * 3600.0)
+    if joules is None:
+        return {}
+    return {f"{energy.PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": Metric(value=joules, unit=f"J/{basis.unit}",
+                                                                           better="lower")}
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -197,12 +210,13 @@ class Runner:
         return result
 
     def _costed(self, result: SetupResult) -> SetupResult:
-        """An ok result with what the runner adds: cost per unit at the run's price, and achieved FLOP/s as a
-        share of the device's datasheet peak."""
+        """An ok result with what the runner adds: cost per unit at the run's price, energy per unit, and achieved
+        FLOP/s as a share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
             result.metrics.update(cost_metrics(self.request.spec, result.metrics, price))
         if result.status == "ok":
+            result.metrics.update(energy_metrics(self.request.spec, result.metrics))
             dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
             share = flops.peak_share(result.metrics, result.device, dtype)
             if share is not None:
