@@ -96,6 +96,7 @@ class EnergyFacts(_Model):
     source: str | None = Field(None, description="NVML's total-energy counter, the integral of sampled power, or both")
     gpus: list[int] = Field([], description="the NVML indices (of the visible GPUs) summed")
     seconds: float | None = Field(None, description="the timed part the energy covers")
+    power_integral_j: float | None = Field(None, description="sampled power integrated over the same part: a check")
     absent: str | None = Field(None, description="why there is no energy figure (a CPU run, NVML absent)")
 
 

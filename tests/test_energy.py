@@ -54,6 +54,7 @@ def test_the_counter_gives_the_energy_of_the_timed_part_only(monkeypatch):
     assert figures.metrics["energy_j"] == pytest.approx(600.0, rel=1e-6)  # 1.5 s at 400 W, not the 2.5 s sampled
     assert figures.metrics["avg_power_w"] == pytest.approx(400.0, rel=1e-6)
     assert figures.energy.seconds == pytest.approx(1.5)
+    assert figures.energy.power_integral_j == pytest.approx(540.0, rel=1e-6)  # the check, from the low readings
 
 
 def test_a_counter_that_starts_answering_mid_run_is_joined_by_the_power_integral_before_it(monkeypatch):

@@ -32,6 +32,7 @@ class Energy:
     gpus: list[int] = field(default_factory=list)
     source: str | None = None  # COUNTER, INTEGRAL, or both with the counter's share of the time
     absent: str | None = None
+    power_integral_j: float | None = None  # the sampled power integrated over the same part: the counter's check
 
     def metrics(self) -> dict[str, float]:
         if self.joules is None or not self.seconds:
@@ -52,7 +53,7 @@ def over(intervals: list[tuple[float, list, float, list]], gpus: list[int]) -> E
     """Energy over intervals (t0, readings at t0, t1, readings at t1), summed over the GPU indices `gpus`."""
     if not intervals:
         return Energy(absent="no interval of the timed part was sampled")
-    joules = 0.0
+    joules, integral = 0.0, 0.0
     by_source: dict[str, float] = {}
     power_kinds: set[str] = set()
     for t0, before, t1, after in intervals:
@@ -62,11 +63,15 @@ def over(intervals: list[tuple[float, list, float, list]], gpus: list[int]) -> E
                 return Energy(absent=f"GPU {g} reported neither its energy counter nor its power "
                                      f"between {t0:.2f} s and {t1:.2f} s", gpus=gpus)
             joules += j
+            if integral is not None:
+                a, b = before[g].power_w, after[g].power_w
+                integral = None if a is None or b is None else integral + (a + b) / 2 * (t1 - t0)
             by_source[source] = by_source.get(source, 0.0) + (t1 - t0)
             if source == INTEGRAL:
                 power_kinds.add(f"{after[g].power_source} power")
     seconds = sum(t1 - t0 for t0, _, t1, _ in intervals)
-    return Energy(joules=joules, seconds=seconds, gpus=gpus, source=_source(by_source, power_kinds))
+    return Energy(joules=joules, seconds=seconds, gpus=gpus, source=_source(by_source, power_kinds),
+                  power_integral_j=integral)
 
 
 def _source(by_source: dict[str, float], power_kinds: set[str]) -> str:

@@ -10,6 +10,7 @@ reasons in data/verdict_thresholds.csv):
   compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
   memory-bound   achieved bandwidth at memory_bound_bandwidth of the datasheet HBM bandwidth
   storage-bound  a load at storage_bound_read to storage_above_read of a plain read of the same files (cold-start)
+  gpu-bound      GPU busy >= gpu_bound_busy with its kernels below both roofs (small or latency-bound kernels)
   host-bound     GPU busy under host_bound_busy while the busiest host thread is saturated
   undetermined   none of these: the basis says what the figures do show
 
@@ -26,7 +27,7 @@ from importlib import resources
 
 from gpubench.measure import flops
 
-VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "throttled", "undetermined")
+VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "throttled", "undetermined")
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
 
 
@@ -86,11 +87,32 @@ def judge(values: dict[str, float]) -> Verdict:
         if t["storage_bound_read"] <= storage <= t["storage_above_read"]:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
+    if busy >= t["gpu_bound_busy"]:
+        return Verdict("gpu-bound", f"GPU busy {busy:.0f}% (>= {t['gpu_bound_busy']:.0f}%) {_below_roofs(values, t)}; "
+                                    f"{seen}", figures)
     if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
         return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
                                      f" thread used {thread:.0f}% of a core (>= {t['saturated_thread']:.0f}%)",
                        figures)
     return Verdict("undetermined", f"no rule met: {seen}", figures)
+
+
+def _below_roofs(values: dict[str, float], t: dict[str, float]) -> str:
+    """What a busy GPU's kernels reached of the two roofs (each under its bound, or a rule above would have named
+    it), and what that leaves as the cause."""
+    peak, bandwidth = values.get(flops.PEAK_METRIC), values.get(flops.BANDWIDTH_PEAK_METRIC)
+    compute = f"{peak:.0f}% of peak FLOP/s (< {t['compute_bound_peak']:.0f}%)" if peak is not None else None
+    memory = (f"{bandwidth:.0f}% of peak HBM bandwidth (< {t['memory_bound_bandwidth']:.0f}%)"
+              if bandwidth is not None else None)
+    if compute and memory:
+        return f"below both roofs ({compute}, {memory}): small or latency-bound kernels, launch gaps inside a busy GPU"
+    if compute:
+        return (f"below the compute roof ({compute}; bandwidth not measured): small, latency- or memory-bound "
+                f"kernels, launch gaps inside a busy GPU")
+    if memory:
+        return (f"below the memory roof ({memory}; FLOP/s not counted): small or latency-bound kernels, launch gaps "
+                f"inside a busy GPU")
+    return "(neither roof measured: no FLOP count, no bandwidth model)"
 
 
 def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:

@@ -193,7 +193,8 @@ class Worker:
         found = figures.energy
         absent = f"no GPU readings (NVML: {sampling[1]})" if sampling[1] else found.absent
         facts = EnergyFacts(absent=absent) if found.joules is None else EnergyFacts(
-            source=found.source, gpus=found.gpus, seconds=round(found.seconds, 3))
+            source=found.source, gpus=found.gpus, seconds=round(found.seconds, 3),
+            power_integral_j=None if found.power_integral_j is None else round(found.power_integral_j, 3))
         return figures.metrics, facts
 
 
