@@ -15,7 +15,7 @@ import html
 import io
 import re
 
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.results.report import (
     SMOKE_NOTE,
     Row,
@@ -70,7 +70,7 @@ def plots(report: WorkloadReport) -> list[tuple[str, str]]:
     images = []
     spec = report.spec
     wanted = [spec.cost.metric] if spec.cost else []
-    wanted += [m for m in report.columns if m.startswith("usd_per_") or "peak" in m]
+    wanted += [m for m in report.columns if m.startswith(("usd_per_", energy.PER_UNIT_PREFIX)) or "peak" in m]
     for metric in dict.fromkeys(wanted):
         if any(metric in row.metrics for row in report.rows):
             images.append((f"{spec.name}: {metric}", _bars(report, metric)))

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpubench.catalog import WORKLOADS
+from gpubench.measure import energy
 from gpubench.registry import UnknownName
 from gpubench.results import compare, report, stored_runs
 from gpubench.results.summary import fmt
@@ -353,7 +354,8 @@ class StudyPage:
 
 def history_metrics(table: report.WorkloadReport) -> list[str]:
     """The headline metrics drawn over time: the table's first four measured ones (not cost, memory or peak)."""
-    return [m for m in table.columns if not (m.startswith("usd_per_") or "peak" in m or "per_usd" in m)][:4]
+    return [m for m in table.columns
+            if not (m.startswith(("usd_per_", energy.PER_UNIT_PREFIX)) or "peak" in m or "per_usd" in m)][:4]
 
 
 def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:

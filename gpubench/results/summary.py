@@ -1,8 +1,9 @@
 """The table a person reads at the end of a run, also saved as summary.md and summary.csv.
 
 Per setup: its status, the workload's headline metrics (median and spread over repeats), peak memory,
-the cost per unit of output, and the speed-up against the study's baseline setup (the catalog's first
-setup) on the cost basis metric. A spread (CV) over 5% is flagged: that difference may be noise.
+the cost and the energy per unit of output (and where the energy came from), and the speed-up against the
+study's baseline setup (the catalog's first setup) on the cost basis metric. A spread (CV) over 5% is flagged:
+that difference may be noise.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import io
 from dataclasses import dataclass
 
 from gpubench.catalog import WorkloadSpec
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.schema import MetricSummary, SetupSummary
 
 NOISY_CV = 0.05
@@ -31,7 +32,8 @@ def headline_metrics(module, reported: list[str]) -> list[str]:
     then how close to the machine it ran (achieved TFLOP/s, share of the datasheet peak)."""
     machine = [flops.METRIC, flops.PEAK_METRIC]
     chosen = list(getattr(module, "HEADLINE", None) or [m for m in getattr(module, "METRICS", {}) if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or m.startswith("usd_per_")) and m not in chosen + machine]
+    chosen += [m for m in reported if ("peak" in m or m.startswith(("usd_per_", energy.PER_UNIT_PREFIX)))
+               and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
 
@@ -66,9 +68,31 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def energy_per_setup(results) -> dict[str, str]:
+    """Where each setup's energy came from ("NVML counter", "power integral"), or "none: why", over its ok
+    results; setups stored before energy (schema 1.1) are left out."""
+    seen: dict[str, list[str]] = {}
+    for result in results:
+        facts = getattr(result, "energy", None)
+        if result.status != "ok" or facts is None:
+            continue
+        if facts.absent:
+            label = f"none: {facts.absent}"
+        elif facts.source == energy.COUNTER:
+            label = "NVML counter"
+        elif facts.source and facts.source.startswith(energy.INTEGRAL):
+            label = "power integral"
+        else:
+            label = "counter + power integral"
+        seen.setdefault(result.setup, []).append(label)
+    return {setup: "; ".join(dict.fromkeys(labels)) for setup, labels in seen.items()}
+
+
 def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
-          verdicts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given."""
+          verdicts: dict[str, str] | None = None,
+          energies: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given; energies: where its
+    energy came from (energy_per_setup), after it."""
     metrics = headline_metrics(module, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
@@ -77,6 +101,8 @@ def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
         header.append(f"vs {spec.setups[0]}")
     if verdicts:
         header.append("verdict")
+    if energies:
+        header.append("energy")
     rows = []
     for s in summaries:
         row = [s.setup, s.status, f"{s.ok_repeats}/{s.repeats}", *[cell(s.metrics.get(m)) for m in metrics]]
@@ -84,6 +110,8 @@ def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
             row.append(f"{gains[s.setup]:.2f}x" if s.setup in gains else "")
         if verdicts:
             row.append(verdicts.get(s.setup, ""))
+        if energies:
+            row.append(energies.get(s.setup, ""))
         rows.append(row)
     return header, rows
 

@@ -146,7 +146,8 @@ class Runner:
     def _write_summary(self, module, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
-        header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results))
+        header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results),
+                                     summary.energy_per_setup(self.results))
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
