@@ -22,7 +22,7 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/inst
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  python3 -c "from gpubench import utilisation as u; n, why = u.open_nvml(); print('nvml', why or n.read())"
+  python3 -c "from gpubench.measure.nvml import open_nvml; n, why = open_nvml(); print('nvml', why or n.read())"
   nproc
 } > "$WORK/env.txt" 2>&1
 cat "$WORK/env.txt"
