@@ -12,9 +12,19 @@ import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy`
+SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy`, one peak-memory metric
+
+# Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
+# host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
+PEAK_MEMORY = "peak_mem_gib"
+LEGACY_METRICS = {
+    "peak_mem_gb": (PEAK_MEMORY, 1e9 / 2**30), "peak_vram_gb": (PEAK_MEMORY, 1e9 / 2**30),
+    "peak_gpu_mem_gib": (PEAK_MEMORY, 1.0), "peak_rss_gb": (PEAK_MEMORY, 1e9 / 2**30),
+    "peak_rss_gib": (PEAK_MEMORY, 1.0), "tuned_peak_mem_gb": ("tuned_peak_mem_gib", 1e9 / 2**30),
+}
+GIB = "GiB"
 
 Status = Literal["ok", "oom", "error", "skipped"]
 
@@ -112,6 +122,30 @@ class SetupResult(_Record):
     info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
     energy: EnergyFacts | None = Field(None, description="ok results of schema 1.2 on: the energy's source or absence")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
+
+
+def upgraded(data: Any) -> Any:
+    """A result or derived record as stored before 1.2, with its peak memory under today's name and unit (a GPU's
+    peak wins over the host's RSS where a record had both); other records and newer ones as they are."""
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        return data
+    if not any(name in LEGACY_METRICS for name in data["metrics"]):
+        return data
+    metrics = {}
+    for name, metric in data["metrics"].items():
+        new, factor = LEGACY_METRICS.get(name, (name, None))
+        if factor is None or not isinstance(metric, dict):
+            metrics.setdefault(name, metric)
+            continue
+        if new in metrics and name.startswith("peak_rss"):
+            continue  # the GPU's figure is the device's peak
+        metrics[new] = {**metric, "value": metric["value"] * factor, "unit": GIB}
+    return {**data, "metrics": metrics}
+
 
 class Derived(_Record):
     """Metrics of one setup that need other setups' results (a speed-up against the baseline setup)."""
@@ -120,6 +154,11 @@ class Derived(_Record):
     setup: str
     repeat: int
     metrics: dict[str, Metric]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
 
 
 class MetricSummary(_Model):

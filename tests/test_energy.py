@@ -189,3 +189,21 @@ def test_a_result_stored_before_energy_still_parses():
            '"device":"cuda:0 NVIDIA H200","duration_s":1.0,"info":{}}')
     result = parse_record(old)
     assert isinstance(result, SetupResult) and result.energy is None
+
+
+def test_summary_names_each_setups_energy_source_and_a_cpu_run_says_why_once():
+    from gpubench.results import summary
+    from gpubench.schema import EnergyFacts
+
+    def ok(setup, **facts):
+        return SetupResult(run_id="r", setup=setup, repeat=1, status="ok", energy=EnergyFacts(**facts))
+
+    gpu = [ok("a", source=energy.COUNTER), ok("b", source=f"{energy.INTEGRAL} (instant power)"),
+           ok("c", source=f"{energy.COUNTER} over 40% of the time, {energy.INTEGRAL} (instant power) over the rest"),
+           SetupResult(run_id="r", setup="d", repeat=1, status="error", error="boom")]
+    assert summary.energy_per_setup(gpu) == {"a": "NVML counter", "b": "power integral",
+                                             "c": "counter + power integral"}
+    assert summary.energy_note(summary.energy_per_setup(gpu)) is None  # measured: a column, not a note
+    cpu = [ok(s, absent="ran on the CPU (cpu): no GPU energy") for s in ("a", "b")]
+    assert summary.energy_note(summary.energy_per_setup(cpu)) == (
+        "energy not measured: ran on the CPU (cpu): no GPU energy")

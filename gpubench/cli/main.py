@@ -72,6 +72,7 @@ def show(workload: str) -> None:
 
     from gpubench import config_fields
     from gpubench.run import utilisation
+    from gpubench.schema import PEAK_MEMORY
     from gpubench.workload import load_module
 
     spec = WORKLOADS.get(workload)
@@ -94,7 +95,11 @@ def show(workload: str) -> None:
         lines.append(f"  {name:<24} {metric.unit}{better}" + (f": {metric.help}" if metric.help else ""))
     if spec.cost:
         lines.append(f"  + usd_per_{spec.cost.unit.replace(' ', '_')} from {spec.cost.metric} and --price")
-    lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
+    basis = spec.energy_basis
+    if basis:
+        lines.append(f"  + j_per_{basis.unit.replace(' ', '_')} from {basis.metric} and the GPU's energy")
+    lines.append(f"  + on every result: peak memory ({PEAK_MEMORY}, GiB), utilisation and energy "
+                 f"({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
         lines += [f"  {repo}" for repo in spec.weights]

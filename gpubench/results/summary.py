@@ -88,6 +88,14 @@ def energy_per_setup(results) -> dict[str, str]:
     return {setup: "; ".join(dict.fromkeys(labels)) for setup, labels in seen.items()}
 
 
+def energy_note(energies: dict[str, str]) -> str | None:
+    """When no setup measured energy (a CPU run): one line with why, in place of a column that says it per row."""
+    if not energies or any(not label.startswith("none: ") for label in energies.values()):
+        return None
+    reasons = dict.fromkeys(label.removeprefix("none: ") for label in energies.values())
+    return "energy not measured: " + "; ".join(reasons)
+
+
 def table(spec: WorkloadSpec, module, summaries: list[SetupSummary],
           verdicts: dict[str, str] | None = None,
           energies: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:

@@ -146,9 +146,12 @@ class Runner:
     def _write_summary(self, module, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
+        energies = summary.energy_per_setup(self.results)
+        unmeasured = summary.energy_note(energies)
         header, rows = summary.table(req.spec, module, finished.summary, verdict.per_setup(self.results),
-                                     summary.energy_per_setup(self.results))
-        notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
+                                     None if unmeasured else energies)
+        notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary) + (
+            [unmeasured] if unmeasured else [])
         text = summary.markdown(header, rows, notes)
         bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
                         for r in self.results if r.status == "ok" and r.info.get("verdict"))

@@ -21,6 +21,7 @@ import time
 import traceback
 
 from gpubench.catalog import WORKLOADS
+from gpubench.measure import gpu_memory
 from gpubench.measure.energy import METRICS as ENERGY_METRICS
 from gpubench.ports import free_port
 from gpubench.run import utilisation
@@ -198,12 +199,15 @@ class Worker:
         return figures.metrics, facts
 
 
+HARNESS_METRICS = {**utilisation.METRICS, **gpu_memory.METRICS}  # what the harness measures for every workload
+
+
 def metric_definition(module, name: str):
-    """A metric's unit and direction: the workload's METRICS, else the figures every result carries
-    (utilisation). A metric declared in neither is a bug in the workload (KeyError)."""
+    """A metric's unit and direction: the workload's METRICS, else the figures the harness measures for every
+    result (utilisation, energy, peak memory). A metric declared in neither is a bug in the workload (KeyError)."""
     if name in module.METRICS:
         return module.METRICS[name]
-    return utilisation.METRICS[name]
+    return HARNESS_METRICS[name]
 
 
 
