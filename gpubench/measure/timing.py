@@ -1,9 +1,10 @@
 """The timed part of a setup, the same way in every workload that adopts it.
 
 `Timed` waits for the device before the clock starts and before it stops (a GPU runs what Python queued after
-Python moved on), marks the phase, so the utilisation and energy sampler covers exactly this part (the worker's
-`ctx.progress` marks it), and keeps a loop going until both a minimum count of units and a minimum duration are
-reached: a count alone is too short on a fast GPU, a duration alone too few units on a slow one.
+Python moved on), marks the timed phase on entering (`ctx.progress`: the worker's utilisation and energy sampler
+starts its timed part there; it ends at the workload's next phase or the setup's end), and keeps a loop going
+until both a minimum count of units and a minimum duration are reached: a count alone is too short on a fast
+GPU, a duration alone too few units on a slow one.
 
     with timing.Timed(ctx, device, min_count=config.steps, min_seconds=config.min_seconds) as timed:
         while timed.more(done):
