@@ -71,7 +71,8 @@ for path in sorted(Path(sys.argv[1]).glob("*.jsonl")):
             m = {k: v["value"] for k, v in r["metrics"].items()}
             cells = " ".join(f"{k}={m[k]:.4g}" for k in show if k in m)
             print(f"{path.stem} {r['setup']} {r['status']} {r.get('error') or ''} {cells}")
-            print(f"    verdict: {r['info'].get('verdict')}: {r['info'].get('verdict_basis')}")
+            v = r.get('verdict') or {'label': r['info'].get('verdict'), 'basis': r['info'].get('verdict_basis')}
+            print(f"    verdict: {v['label']}: {v['basis']}")
         elif r.get("kind") == "derived":
             print(f"{path.stem} {r['setup']} derived " + " ".join(f"{k}={v['value']:.4g}" for k, v in r["metrics"].items()))
 EOF

@@ -65,7 +65,7 @@ for path in sorted(Path(sys.argv[1]).glob("*.jsonl")):
         per = "; ".join(f"{k}={v:.4g} {r['metrics'][k]['unit']}" for k, v in m.items() if k.startswith("j_per_"))
         print(f"{path.stem} {r['setup']} | {m['energy_j']:.1f} ({e.get('source')}) | "
               f"{check if check is None else round(check, 1)} | {ratio} | {m['avg_power_w']:.0f} | {e.get('seconds')} | "
-              f"{per} | {r['info'].get('verdict')}")
+              f"{per} | {(r.get('verdict') or {}).get('label') or r['info'].get('verdict')}")
         rate = {k: m[k] for k in ("images_per_s", "s_per_image", "tokens_per_s", "power_pct", "gpu_busy_pct") if k in m}
         print(f"    {rate}")
 EOF

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy`, one peak-memory metric
+SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory
 
 # Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
 # host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
@@ -110,6 +110,17 @@ class EnergyFacts(_Model):
     absent: str | None = Field(None, description="why there is no energy figure (a CPU run, NVML absent)")
 
 
+class VerdictFacts(_Model):
+    """What bounded an ok result (gpubench/results/verdict.py): the label, the rule met and the figures it rests on."""
+
+    label: str
+    basis: str
+    figures: dict[str, float] = {}
+
+
+VERDICT_INFO = ("verdict", "verdict_basis", "verdict_figures")  # where results before 1.2 kept it, in info
+
+
 class SetupResult(_Record):
     kind: Literal["result"] = "result"
     setup: str
@@ -121,6 +132,7 @@ class SetupResult(_Record):
     duration_s: float | None = None
     info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
     energy: EnergyFacts | None = Field(None, description="ok results of schema 1.2 on: the energy's source or absence")
+    verdict: VerdictFacts | None = Field(None, description="what bounded an ok result, added by the runner")
 
     @model_validator(mode="before")
     @classmethod
@@ -130,10 +142,16 @@ class SetupResult(_Record):
 
 def upgraded(data: Any) -> Any:
     """A result or derived record as stored before 1.2, with its peak memory under today's name and unit (a GPU's
-    peak wins over the host's RSS where a record had both); other records and newer ones as they are."""
-    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+    peak wins over the host's RSS where a record had both) and its verdict out of info into its field; other
+    records and newer ones as they are."""
+    if not isinstance(data, dict):
         return data
-    if not any(name in LEGACY_METRICS for name in data["metrics"]):
+    info = data.get("info")
+    if isinstance(info, dict) and info.get("verdict") and data.get("verdict") is None:
+        data = {**data, "info": {k: v for k, v in info.items() if k not in VERDICT_INFO},
+                "verdict": {"label": info["verdict"], "basis": info.get("verdict_basis") or "",
+                            "figures": info.get("verdict_figures") or {}}}
+    if not isinstance(data.get("metrics"), dict) or not any(name in LEGACY_METRICS for name in data["metrics"]):
         return data
     metrics = {}
     for name, metric in data["metrics"].items():

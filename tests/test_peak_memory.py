@@ -1,6 +1,6 @@
-"""One peak-memory figure for every workload (gpubench/measure/gpu_memory.py): `peak_mem_gib`, of the device the
-setup ran on; results stored before schema 1.2 under six names in two units read as it (gpubench/schema.py),
-and so do the posts' numbers in GB (reference.csv)."""
+"""Results stored before schema 1.2 read as today's (gpubench/schema.py): one peak-memory figure for every
+workload, `peak_mem_gib` (gpubench/measure/gpu_memory.py), of the device the setup ran on, where they had six
+names in two units, the posts' GB in reference.csv likewise, and a verdict kept in info as the typed field."""
 
 from __future__ import annotations
 
@@ -63,3 +63,13 @@ def test_the_posts_gb_read_in_gib():
     row = next(r for r in reference.published()
                if (r.workload, r.gpu, r.setup, r.metric) == ("train-compile", "L40S", "eager-sdpa", PEAK_MEMORY))
     assert row.value == pytest.approx(17.3e9 / 2**30)  # the post's 17.3 GB
+
+
+def test_a_verdict_kept_in_info_before_1_2_reads_as_the_typed_field():
+    record = json.loads(stored({"x": (1.0, "u")}))
+    record["info"] = {"verdict": "host-bound", "verdict_basis": "GPU busy 14%", "verdict_figures": {"gpu_busy_pct": 14},
+                      "model": "m"}
+    result = parse_record(json.dumps(record))
+    assert (result.verdict.label, result.verdict.basis, result.verdict.figures) == (
+        "host-bound", "GPU busy 14%", {"gpu_busy_pct": 14.0})
+    assert result.info == {"model": "m"}

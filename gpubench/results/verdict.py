@@ -1,8 +1,8 @@
 """What bounded a result, read from its own figures: one verdict and the numbers it rests on.
 
-The runner calls `judge` on every ok result once it has its share of the peak, and stores the outcome in
-the result's info (`verdict`, `verdict_basis`, `verdict_figures`). Rules, in order (thresholds and their
-reasons in data/verdict_thresholds.csv):
+The runner calls `judge` on every ok result once it has its share of the peak, and stores the outcome as
+the result's typed `verdict` (label, basis, figures; results before schema 1.2 kept it in info, read as it).
+Rules, in order (thresholds and their reasons in data/verdict_thresholds.csv):
 
   undetermined   fewer than min_samples utilisation samples (or sampling off)
   throttled      a power or thermal clock-throttle reason in more than throttled_share of the samples, with the
@@ -26,6 +26,7 @@ from functools import cache
 from importlib import resources
 
 from gpubench.measure import flops
+from gpubench.schema import VerdictFacts
 
 VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "throttled", "undetermined")
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
@@ -44,9 +45,9 @@ class Verdict:
     basis: str
     figures: dict[str, float] = field(default_factory=dict)
 
-    def info(self) -> dict:
-        return {"verdict": self.label, "verdict_basis": self.basis,
-                "verdict_figures": {k: round(v, 2) for k, v in self.figures.items()}}
+    def facts(self) -> VerdictFacts:
+        return VerdictFacts(label=self.label, basis=self.basis,
+                            figures={k: round(v, 2) for k, v in self.figures.items()})
 
 
 def judge(values: dict[str, float]) -> Verdict:
@@ -149,8 +150,8 @@ def per_setup(results) -> dict[str, str]:
     """Each setup's verdict over its ok results: one label, or the labels with their counts when repeats differ."""
     labels: dict[str, list[str]] = {}
     for result in results:
-        if result.status == "ok" and result.info.get("verdict"):
-            labels.setdefault(result.setup, []).append(result.info["verdict"])
+        if result.status == "ok" and result.verdict is not None:
+            labels.setdefault(result.setup, []).append(result.verdict.label)
     out = {}
     for setup, seen in labels.items():
         distinct = list(dict.fromkeys(seen))

@@ -153,8 +153,8 @@ class Runner:
         notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary) + (
             [unmeasured] if unmeasured else [])
         text = summary.markdown(header, rows, notes)
-        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
-                        for r in self.results if r.status == "ok" and r.info.get("verdict"))
+        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.verdict.label}: {r.verdict.basis}\n"
+                        for r in self.results if r.status == "ok" and r.verdict is not None)
         why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
@@ -228,7 +228,7 @@ class Runner:
             bandwidth = flops.bandwidth_share(result.metrics, result.device)
             if bandwidth is not None:
                 result.metrics[flops.BANDWIDTH_PEAK_METRIC] = bandwidth
-            result.info.update(judged(result).info())
+            result.verdict = judged(result).facts()
         return result
 
     def _derive(self, module, repeat: int) -> None:
