@@ -40,12 +40,13 @@ def main(gpubench_path: str, study_path: str) -> int:
             failures += 1
             continue
         m = {k: v["value"] for k, v in mine["metrics"].items()}
+        peak_gb = m["peak_mem_gib"] * 2**30 / 1e9 if "peak_mem_gib" in m else m["peak_mem_gb"]  # the study's GB
         step_diff = m["step_ms"] / ref["step_ms"] - 1
-        mem_diff = m["peak_mem_gb"] - ref["peak_gb"]
+        mem_diff = peak_gb - ref["peak_gb"]
         ok = abs(step_diff) <= STEP_TOLERANCE and abs(mem_diff) <= MEMORY_TOLERANCE_GB
         failures += not ok
         print(f"{setup:<14} {m['step_ms']:>16.1f} {ref['step_ms']:>13.1f} {step_diff:>+7.1%} "
-              f"{m['peak_mem_gb']:>11.2f} {ref['peak_gb']:>8.2f} {mem_diff:>+7.2f} "
+              f"{peak_gb:>11.2f} {ref['peak_gb']:>8.2f} {mem_diff:>+7.2f} "
               f"{m['first_step_s']:>6.1f}/{ref['first_step_s']:<6.1f}  {'agree' if ok else 'DISAGREE'}")
     return 1 if failures else 0
 

@@ -22,7 +22,7 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/inst
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  python3 -c "from gpubench import utilisation as u; n, why = u.open_nvml(); print('nvml', why or n.read())"
+  python3 -c "from gpubench.measure.nvml import open_nvml; n, why = open_nvml(); print('nvml', why or n.read())"
   nproc
 } > "$WORK/env.txt" 2>&1
 cat "$WORK/env.txt"
@@ -71,7 +71,8 @@ for path in sorted(Path(sys.argv[1]).glob("*.jsonl")):
             m = {k: v["value"] for k, v in r["metrics"].items()}
             cells = " ".join(f"{k}={m[k]:.4g}" for k in show if k in m)
             print(f"{path.stem} {r['setup']} {r['status']} {r.get('error') or ''} {cells}")
-            print(f"    verdict: {r['info'].get('verdict')}: {r['info'].get('verdict_basis')}")
+            v = r.get('verdict') or {'label': r['info'].get('verdict'), 'basis': r['info'].get('verdict_basis')}
+            print(f"    verdict: {v['label']}: {v['basis']}")
         elif r.get("kind") == "derived":
             print(f"{path.stem} {r['setup']} derived " + " ".join(f"{k}={v['value']:.4g}" for k, v in r["metrics"].items()))
 EOF

@@ -33,7 +33,7 @@ derived = {r["setup"]: r["metrics"] for r in records if r["kind"] == "derived"}
 for r in (r for r in records if r["kind"] == "result"):
     m = {k: v["value"] for k, v in {**r["metrics"], **derived.get(r["setup"], {})}.items()}
     shown = " ".join(f"{k}={m[k]:,.2f}" for k in ("tokens_per_s", "step_ms", "speedup", "scaling_efficiency_pct",
-                     "gradient_mb_per_step", "allreduce_ms_est", "peak_mem_gb", "achieved_tflops", "pct_of_peak", "busbw_median_gbps",
+                     "gradient_mb_per_step", "allreduce_ms_est", "peak_mem_gib", "achieved_tflops", "pct_of_peak", "busbw_median_gbps",
                      "busbw_peak_gbps", "algbw_median_gbps") if k in m)
     print(f"{r['setup']:<18} {r['status']:<8} {shown or r.get('error') or ''}")
     if r["setup"].startswith("allreduce") and r["status"] == "ok":

@@ -32,8 +32,8 @@ echo "gpubench exit: $?"
 cp "$RESULTS"/*/config.json "$RESULTS"/*/run.log "$OUT/"
 python3 - "$OUT/results.jsonl" <<'PY' | tee "$OUT/table.txt"
 import json, sys
-cols = ["passages_per_s", "tokens_per_s", "peak_mem_gb", "gpu_only_passages_per_s", "host_bound_share",
-        "tuned_passages_per_s", "tuned_batch", "tuned_gain", "tuned_vs_gpu_only", "tuned_peak_mem_gb",
+cols = ["passages_per_s", "tokens_per_s", "peak_mem_gib", "gpu_only_passages_per_s", "host_bound_share",
+        "tuned_passages_per_s", "tuned_batch", "tuned_gain", "tuned_vs_gpu_only", "tuned_peak_mem_gib",
         "achieved_tflops", "gpu_only_tflops", "pct_of_peak"]
 print("setup\t" + "\t".join(cols))
 for line in open(sys.argv[1]):

@@ -32,7 +32,7 @@ echo "gpubench exit: $?"
 cp /tmp/gpubench-results-sdxl/*/config.json /tmp/gpubench-results-sdxl/*/run.log "$OUT/" 2>/dev/null
 python3 - "$OUT/results.jsonl" <<'PY' | tee "$OUT/table.txt"
 import json, sys
-cols = ["s_per_image", "images_per_hour", "usd_per_1k_images", "peak_vram_gb", "warmup_s", "compile_s", "load_s",
+cols = ["s_per_image", "images_per_hour", "usd_per_1k_images", "peak_mem_gib", "warmup_s", "compile_s", "load_s",
         "saved_s_per_image", "time_saved_pct", "break_even_images", "throughput_vs_b1_pct",
         "achieved_tflops", "pct_of_peak"]
 rows, derived = {}, {}

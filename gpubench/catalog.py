@@ -36,11 +36,15 @@ class CostBasis:
     per: float
     kind: Literal["rate", "seconds"] = "rate"
 
-    def usd_per_unit(self, value: float, usd_per_hour: float) -> float | None:
+    def per_unit(self, value: float, per_hour: float) -> float | None:
+        """Anything spent at a steady rate per hour (dollars, joules) per priced unit, from the metric's value."""
         if value <= 0:
             return None
         seconds = self.per / value if self.kind == "rate" else value * self.per
-        return usd_per_hour * seconds / 3600.0
+        return per_hour * seconds / 3600.0
+
+    def usd_per_unit(self, value: float, usd_per_hour: float) -> float | None:
+        return self.per_unit(value, usd_per_hour)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class WorkloadSpec:
     dependencies: dict[str, str]  # exact versions the image pins (checked against images/<name>/)
     module: str | None = None  # gpubench.workloads.<x>; None while its code is not written
     cost: CostBasis | None = None
+    energy: CostBasis | None = None  # the unit joules are given per, where it differs from cost's (per image)
     via: Literal["job", "instance"] = "job"
     weights: tuple[str, ...] = ()  # Hub repos the study loads; an image build arg can bake them in
     notes: str = ""
@@ -71,6 +76,10 @@ class WorkloadSpec:
     def gpus_needed(self, setups: list[str] | tuple[str, ...] | None) -> int:
         """GPUs of one host the chosen setups need (all setups when None)."""
         return max(self.setup_gpu_count.get(s, self.gpu_count) for s in (setups or self.setups))
+
+    @property
+    def energy_basis(self) -> CostBasis | None:
+        return self.energy or self.cost
 
     @property
     def implemented(self) -> bool:
@@ -100,6 +109,7 @@ WORKLOADS.add("train-compile", WorkloadSpec(
     dependencies={**TORCH, **TRANSFORMERS},
     module="gpubench.workloads.train_compile",
     cost=CostBasis(metric="tokens_per_s", unit="1M tokens", per=1e6),
+    energy=CostBasis(metric="tokens_per_s", unit="1M training tokens", per=1e6),
 ))
 WORKLOADS.add("embed", WorkloadSpec(
     name="embed",
@@ -136,6 +146,7 @@ WORKLOADS.add("whisper", WorkloadSpec(
     dependencies={**TORCH, **TRANSFORMERS, "accelerate": "1.15.0", "faster-whisper": "1.2.1", "ctranslate2": "4.8.4",
                   "jiwer": "4.0.0"},
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
+    energy=CostBasis(metric="realtime_factor", unit="audio hour", per=3600),
     weights=("Systran/faster-whisper-large-v3", "mobiuslabsgmbh/faster-whisper-large-v3-turbo",
              "openai/whisper-large-v3", "datasets/distil-whisper/tedlium-long-form"),
     module="gpubench.workloads.whisper",
@@ -150,6 +161,7 @@ WORKLOADS.add("finetune", WorkloadSpec(
     expected_minutes=25,
     dependencies={**TORCH, **TRANSFORMERS, "peft": "0.17.1", "bitsandbytes": "0.50.2", "accelerate": "1.15.0"},
     cost=CostBasis(metric="train_s", unit="training run", per=1, kind="seconds"),  # the post's "GPU cost of training"
+    energy=CostBasis(metric="tokens_per_s", unit="1M training tokens", per=1e6),
     weights=("Qwen/Qwen2.5-1.5B-Instruct", "datasets/yahma/alpaca-cleaned"),
     module="gpubench.workloads.finetune",
 ))
@@ -175,6 +187,7 @@ WORKLOADS.add("sdxl", WorkloadSpec(
     gpus="1 GPU, 16 GB", gpu_count=1, min_gpu_memory_gb=16, expected_minutes=20,
     dependencies={**TORCH, "diffusers": "0.42.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="images_per_s", unit="1k images", per=1e3),
+    energy=CostBasis(metric="images_per_s", unit="image", per=1),
     weights=("stabilityai/stable-diffusion-xl-base-1.0", "madebyollin/sdxl-vae-fp16-fix"),
     module="gpubench.workloads.sdxl",
 ))
@@ -222,6 +235,7 @@ WORKLOADS.add("ddp-scaling", WorkloadSpec(
                      "355m-1gpu-accum4": 1, "355m-2gpu": 2},
     dependencies={**TORCH},
     cost=CostBasis(metric="tokens_per_s", unit="1B tokens", per=1e9),
+    energy=CostBasis(metric="tokens_per_s", unit="1M training tokens", per=1e6),
     module="gpubench.workloads.ddp_scaling",
 ))
 WORKLOADS.add("first-matmul", WorkloadSpec(

@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 
 from gpubench.pricing import best_match
+from gpubench.schema import LEGACY_METRICS
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,12 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 @cache
 def published() -> tuple[Published, ...]:
-    return tuple(Published(r["workload"], r["gpu"], r["setup"], r["metric"], float(r["value"]), r["post"])
-                 for r in _rows("reference.csv"))
+    """The posts' numbers; a peak memory the post gave in GB is read as today's metric, in GiB (schema.py)."""
+    out = []
+    for r in _rows("reference.csv"):
+        metric, factor = LEGACY_METRICS.get(r["metric"], (r["metric"], 1.0))
+        out.append(Published(r["workload"], r["gpu"], r["setup"], metric, float(r["value"]) * factor, r["post"]))
+    return tuple(out)
 
 
 @cache

@@ -12,9 +12,19 @@ import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-SCHEMA_VERSION = "1.1"  # 1.1: result `info`, `derived` records
+SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory
+
+# Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
+# host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
+PEAK_MEMORY = "peak_mem_gib"
+LEGACY_METRICS = {
+    "peak_mem_gb": (PEAK_MEMORY, 1e9 / 2**30), "peak_vram_gb": (PEAK_MEMORY, 1e9 / 2**30),
+    "peak_gpu_mem_gib": (PEAK_MEMORY, 1.0), "peak_rss_gb": (PEAK_MEMORY, 1e9 / 2**30),
+    "peak_rss_gib": (PEAK_MEMORY, 1.0), "tuned_peak_mem_gb": ("tuned_peak_mem_gib", 1e9 / 2**30),
+}
+GIB = "GiB"
 
 Status = Literal["ok", "oom", "error", "skipped"]
 
@@ -90,6 +100,27 @@ class Progress(_Record):
     message: str | None = None
 
 
+class EnergyFacts(_Model):
+    """Where a result's energy figures (metrics energy_j, avg_power_w, j_per_*) came from, or why it has none."""
+
+    source: str | None = Field(None, description="NVML's total-energy counter, the integral of sampled power, or both")
+    gpus: list[int] = Field([], description="the NVML indices (of the visible GPUs) summed")
+    seconds: float | None = Field(None, description="the timed part the energy covers")
+    power_integral_j: float | None = Field(None, description="sampled power integrated over the same part: a check")
+    absent: str | None = Field(None, description="why there is no energy figure (a CPU run, NVML absent)")
+
+
+class VerdictFacts(_Model):
+    """What bounded an ok result (gpubench/results/verdict.py): the label, the rule met and the figures it rests on."""
+
+    label: str
+    basis: str
+    figures: dict[str, float] = {}
+
+
+VERDICT_INFO = ("verdict", "verdict_basis", "verdict_figures")  # where results before 1.2 kept it, in info
+
+
 class SetupResult(_Record):
     kind: Literal["result"] = "result"
     setup: str
@@ -100,6 +131,38 @@ class SetupResult(_Record):
     device: str | None = Field(None, description="the device the setup actually ran on")
     duration_s: float | None = None
     info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
+    energy: EnergyFacts | None = Field(None, description="ok results of schema 1.2 on: the energy's source or absence")
+    verdict: VerdictFacts | None = Field(None, description="what bounded an ok result, added by the runner")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
+
+
+def upgraded(data: Any) -> Any:
+    """A result or derived record as stored before 1.2, with its peak memory under today's name and unit (a GPU's
+    peak wins over the host's RSS where a record had both) and its verdict out of info into its field; other
+    records and newer ones as they are."""
+    if not isinstance(data, dict):
+        return data
+    info = data.get("info")
+    if isinstance(info, dict) and info.get("verdict") and data.get("verdict") is None:
+        data = {**data, "info": {k: v for k, v in info.items() if k not in VERDICT_INFO},
+                "verdict": {"label": info["verdict"], "basis": info.get("verdict_basis") or "",
+                            "figures": info.get("verdict_figures") or {}}}
+    if not isinstance(data.get("metrics"), dict) or not any(name in LEGACY_METRICS for name in data["metrics"]):
+        return data
+    metrics = {}
+    for name, metric in data["metrics"].items():
+        new, factor = LEGACY_METRICS.get(name, (name, None))
+        if factor is None or not isinstance(metric, dict):
+            metrics.setdefault(name, metric)
+            continue
+        if new in metrics and name.startswith("peak_rss"):
+            continue  # the GPU's figure is the device's peak
+        metrics[new] = {**metric, "value": metric["value"] * factor, "unit": GIB}
+    return {**data, "metrics": metrics}
 
 
 class Derived(_Record):
@@ -109,6 +172,11 @@ class Derived(_Record):
     setup: str
     repeat: int
     metrics: dict[str, Metric]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
 
 
 class MetricSummary(_Model):

@@ -35,7 +35,7 @@ def result(setup, status="ok", repeat=1, value=2.0, error=None):
     metrics = {"texts_per_s": Metric(value=value * 1000, unit="texts/s", better="higher"),
                "p50_ms": Metric(value=value, unit="ms", better="lower"),
                "p99_ms": Metric(value=value * 3, unit="ms", better="lower"),
-               "peak_mem_gb": Metric(value=1.5, unit="GB", better="lower"),
+               "peak_mem_gib": Metric(value=1.5, unit="GiB", better="lower"),
                "load_s": Metric(value=0.25, unit="s", better="lower")} if status == "ok" else {}
     return SetupResult(run_id=RUN_ID, setup=setup, repeat=repeat, status=status, metrics=metrics, error=error)
 
@@ -119,7 +119,7 @@ def test_without_a_summary_each_repeat_is_a_row(tmp_path):
     run, _ = folder(tmp_path, [to_line(r) for r in (started(repeats=2), *rows)])
     assert run.setup_rows() == [
         {"setup": "bge-small-128 #1", "status": "ok",
-         "metrics": "texts_per_s=2000 texts/s, p50_ms=2 ms, p99_ms=6 ms, peak_mem_gb=1.5 GB"},
+         "metrics": "texts_per_s=2000 texts/s, p50_ms=2 ms, p99_ms=6 ms, peak_mem_gib=1.5 GiB"},
         {"setup": "bge-small-128 #2", "status": "error", "metrics": error[:120]},
         {"setup": "bge-base-128 #1", "status": "skipped", "metrics": ""}]
     assert run.setup_counts() == (1, 3)  # setups of the plan, not repeats

@@ -9,6 +9,7 @@ import pytest
 from gpubench import reference
 from gpubench.catalog import WORKLOADS
 from gpubench.pricing import cost_metrics
+from gpubench.run.worker import HARNESS_METRICS
 from gpubench.schema import Metric
 from gpubench.workload import load
 
@@ -23,8 +24,9 @@ SMI_NAMES = {
 
 
 def reportable_metrics(spec) -> set[str]:
-    """The workload's declared metrics plus the cost metrics the runner adds from its cost basis."""
-    names = set(load(spec).metrics)
+    """The workload's declared metrics, the harness's (peak memory, utilisation, energy) and the cost metrics the
+    runner adds from its cost basis."""
+    names = set(load(spec).metrics) | set(HARNESS_METRICS)
     if spec.cost is not None:
         names |= set(cost_metrics(spec.cost, {spec.cost.metric: Metric(value=1.0, unit="")}, usd_per_hour=1.0))
     return names

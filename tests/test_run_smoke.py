@@ -37,7 +37,7 @@ def test_results_carry_the_study_metrics_with_units(smoke_run):
         assert units["step_ms"] == "ms" and units["tokens_per_s"] == "tokens/s"
         # tokens/s is batch x seq_len over the mean step time, as in the study's script (smoke: 2 x 64)
         assert m["tokens_per_s"] == pytest.approx(2 * 64 / (m["step_ms"] / 1000), rel=1e-6)
-        assert m["first_step_s"] > 0 and m["step_ms_p50"] > 0 and m["peak_rss_gb"] > 0
+        assert m["first_step_s"] > 0 and m["step_ms_p50"] > 0 and m["peak_mem_gib"] > 0
         # --price 1.15: million tokens per dollar = tokens/s x 3600 / 1.15 / 1e6
         assert m["1M_tokens_per_usd"] == pytest.approx(m["tokens_per_s"] * 3600 / 1.15 / 1e6, rel=1e-9)
         assert m["usd_per_1M_tokens"] == pytest.approx(1 / m["1M_tokens_per_usd"], rel=1e-9)
@@ -102,7 +102,7 @@ def test_the_run_ends_with_a_summary_table_saved_beside_the_records(smoke_run):
     assert "--smoke: these numbers test the code path" in table and table.splitlines()[-2].startswith("| eager-sdpa")
     assert table.rstrip("\n").split("\n", 2)[2] in result.stderr  # the same table was shown to the person
     header = next(line for line in table.splitlines() if line.startswith("| setup"))
-    assert "usd_per_1M_tokens" in header and "peak_rss_gb" in header and "vs eager-sdpa" in header
+    assert "usd_per_1M_tokens" in header and "peak_mem_gib" in header and "vs eager-sdpa" in header
     rows = list(csv.DictReader((folder / "summary.csv").open()))
     by_key = {(r["setup"], r["metric"]): r for r in rows}
     step = {s["setup"]: s for s in finished["summary"]}["eager-eager"]["metrics"]["step_ms"]

@@ -36,8 +36,8 @@ def test_every_ok_result_carries_utilisation_and_a_verdict(runs):
             assert m[name]["unit"] == "% of a core" and m[name]["value"] >= 0
         assert r["info"]["utilisation"]["scope"] == "timed"  # train-compile reports its timed phase
         assert r["info"]["utilisation"]["cores"] >= 1
-        assert r["info"]["verdict"] in ("compute-bound", "host-bound", "undetermined")
-        assert r["info"]["verdict_basis"] and "util_samples" in r["info"]["verdict_figures"]
+        assert r["verdict"]["label"] in ("compute-bound", "host-bound", "undetermined")
+        assert r["verdict"]["basis"] and "util_samples" in r["verdict"]["figures"]
         # the workload's own metrics come first; the machine's after them
         assert list(m).index("step_ms") < list(m).index("util_samples")
 
@@ -48,13 +48,13 @@ def test_summary_md_shows_the_verdict_and_what_it_rests_on(runs):
     text = (cwd / "gpubench-results" / run_id / "summary.md").read_text()
     header = next(line for line in text.splitlines() if line.startswith("| setup |"))
     assert header.rstrip(" |").endswith("| verdict")
-    verdicts = {r["setup"]: r["info"]["verdict"] for r in results(completed)}
+    verdicts = {r["setup"]: r["verdict"]["label"] for r in results(completed)}
     for setup, label in verdicts.items():
         row = next(line for line in text.splitlines() if line.startswith(f"| {setup} |"))
         assert row.rstrip(" |").endswith(label)
         assert f"- {setup} (repeat 1): {label}: " in text
     stored = [json.loads(line) for line in (cwd / "gpubench-results" / run_id / "results.jsonl").open()]
-    assert all("verdict" in r["info"] for r in stored if r["kind"] == "result")
+    assert all(r["verdict"]["label"] for r in stored if r["kind"] == "result")
 
 
 def test_switched_off_no_figures_and_it_says_so(runs):
@@ -63,4 +63,4 @@ def test_switched_off_no_figures_and_it_says_so(runs):
     for r in results(completed):
         assert not set(r["metrics"]) & set(utilisation.METRICS)
         assert r["info"]["utilisation"] == {"off": f"{utilisation.OFF_VARIABLE}=off"}
-        assert r["info"]["verdict"] == "undetermined"
+        assert r["verdict"]["label"] == "undetermined"

@@ -20,7 +20,7 @@ def label(values):
 def test_thresholds_come_from_the_data_file_with_a_reason_each():
     assert {"min_samples", "throttled_share", "throttled_clock", "compute_bound_peak", "compute_bound_busy",
             "memory_bound_bandwidth", "host_bound_busy", "saturated_thread", "cpu_cores_busy",
-            "storage_bound_read", "storage_above_read"} <= set(T)
+            "storage_bound_read", "storage_above_read", "gpu_bound_busy"} <= set(T)
 
 
 def test_too_few_samples_is_undetermined():
@@ -32,7 +32,7 @@ def test_too_few_samples_is_undetermined():
 def test_compute_bound_at_the_peak_share_with_a_busy_gpu():
     at = T["compute_bound_peak"]
     assert label(gpu(pct_of_peak=at)) == "compute-bound"
-    assert label(gpu(pct_of_peak=at - 0.1)) == "undetermined"
+    assert label(gpu(pct_of_peak=at - 0.1)) == "gpu-bound"  # busy, below the roof: the next rule's
     assert label(gpu(pct_of_peak=at, gpu_busy_pct=T["compute_bound_busy"] - 0.1)) == "undetermined"
     v = verdict.judge(gpu(pct_of_peak=41.0))
     assert "41% of peak FLOP/s" in v.basis and v.figures["pct_of_peak"] == 41.0
@@ -41,9 +41,9 @@ def test_compute_bound_at_the_peak_share_with_a_busy_gpu():
 def test_throttled_needs_the_reason_and_a_lowered_clock():
     share, clock = T["throttled_share"], T["throttled_clock"]
     assert label(gpu(throttled_pct=share + 1, sm_clock_pct=clock - 1)) == "throttled"
-    assert label(gpu(throttled_pct=share, sm_clock_pct=clock - 1)) == "undetermined"  # not more than the share
+    assert label(gpu(throttled_pct=share, sm_clock_pct=clock - 1)) == "gpu-bound"  # not more than the share
     # the H200 at its power cap with the clock at 98%: the reason alone names no bound
-    assert label(gpu(throttled_pct=100.0, sm_clock_pct=clock)) == "undetermined"
+    assert label(gpu(throttled_pct=100.0, sm_clock_pct=clock)) == "gpu-bound"
     # a throttled clock is named before compute-bound: the power limit set the pace
     assert label(gpu(throttled_pct=100.0, sm_clock_pct=82.0, pct_of_peak=40.0)) == "throttled"
 
@@ -51,7 +51,36 @@ def test_throttled_needs_the_reason_and_a_lowered_clock():
 def test_memory_bound_at_the_bandwidth_share():
     at = T["memory_bound_bandwidth"]
     assert label(gpu(pct_of_peak_bandwidth=at)) == "memory-bound"
-    assert label(gpu(pct_of_peak_bandwidth=at - 0.1)) == "undetermined"
+    assert label(gpu(pct_of_peak_bandwidth=at - 0.1)) == "gpu-bound"
+
+
+# What the H200 read (issue 25): busy GPUs whose kernels ran below both roofs, "undetermined" before this rule.
+LORA_TUNED = {"util_samples": 120.0, "gpu_busy_pct": 92.0, "busiest_thread_pct": 99.0, "pct_of_peak": 20.0,
+              "throttled_pct": 0.0, "sm_clock_pct": 99.0, "power_pct": 55.0}
+VLLM_FP8_C1 = {"util_samples": 400.0, "gpu_busy_pct": 95.0, "busiest_thread_pct": 60.0,
+               "pct_of_peak_bandwidth": 54.0, "throttled_pct": 0.0, "sm_clock_pct": 99.0, "power_pct": 50.0}
+VLLM_FP8_C8 = {**VLLM_FP8_C1, "gpu_busy_pct": 98.0, "pct_of_peak_bandwidth": 55.0}
+
+
+def test_a_busy_gpu_below_both_roofs_is_gpu_bound_with_its_figures():
+    tuned = verdict.judge(LORA_TUNED)
+    assert tuned.label == "gpu-bound"
+    assert tuned.basis.startswith("GPU busy 92% (>= 90%) below the compute roof (20% of peak FLOP/s (< 35%); "
+                                  "bandwidth not measured): small, latency- or memory-bound kernels")
+    for figures, busy, share in ((VLLM_FP8_C1, 95, 54), (VLLM_FP8_C8, 98, 55)):
+        v = verdict.judge(figures)
+        assert v.label == "gpu-bound" and v.figures["pct_of_peak_bandwidth"] == share
+        assert f"GPU busy {busy}% (>= 90%) below the memory roof ({share}% of peak HBM bandwidth (< 60%)" in v.basis
+    both = verdict.judge({**VLLM_FP8_C8, "pct_of_peak": 3.0})
+    assert "below both roofs (3% of peak FLOP/s (< 35%), 55% of peak HBM bandwidth (< 60%)): small or latency-bound" \
+        in both.basis
+    # at the rule's edge: a GPU idle over a tenth of the time is not named the limit
+    at = T["gpu_bound_busy"]
+    assert label({**VLLM_FP8_C1, "gpu_busy_pct": at}) == "gpu-bound"
+    assert label({**VLLM_FP8_C1, "gpu_busy_pct": at - 0.1}) == "undetermined"
+    # nothing measured of either roof: still the GPU, and the basis says the roofs are unknown
+    bare = verdict.judge({k: v for k, v in VLLM_FP8_C1.items() if k != "pct_of_peak_bandwidth"})
+    assert bare.label == "gpu-bound" and "neither roof measured" in bare.basis
 
 
 def test_host_bound_needs_an_idle_gpu_and_a_saturated_thread():

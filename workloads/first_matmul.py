@@ -7,11 +7,13 @@ create -> API running -> first SSH around this step; here we report what happens
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, param
+from gpubench.measure import device as measure_device
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -46,8 +48,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     import torch
 
     import_s = time.perf_counter() - t0
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    device = measure_device.resolve(config.device)
+    sync = functools.partial(measure_device.synchronize, device)
 
     ctx.progress("first_matmul")
     t0 = time.perf_counter()

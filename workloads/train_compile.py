@@ -9,13 +9,13 @@ Random weights are the study's own choice here: the compute is the same as train
 
 from __future__ import annotations
 
-import resource
 import statistics
 import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import compile_cache
+from gpubench.measure import compile_cache, gpu_memory
+from gpubench.measure import device as measure_device
 from gpubench.results.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
@@ -56,13 +56,11 @@ METRICS = {
     "step_ms_p50": MetricDef("ms", "lower", "median of the per-step times (CUDA events), for the spread"),
     "step_ms_p90": MetricDef("ms", "lower", "90th percentile of the per-step times"),
     "tokens_per_s": MetricDef("tokens/s", "higher", "batch x sequence / step_ms"),
-    "peak_mem_gb": MetricDef("GB", "lower", "torch.cuda.max_memory_allocated over the timed steps"),
-    "peak_rss_gb": MetricDef("GB", "lower", "peak resident memory of the process (CPU runs)"),
     "params_m": MetricDef("M params", None, "model parameters"),
     "achieved_tflops": MetricDef("TFLOP/s", "higher", "model FLOPs per token x tokens/s (6N + 12 L H S per token)"),
 }
 
-HEADLINE = ["step_ms", "tokens_per_s", "peak_mem_gb", "first_step_s", "1M_tokens_per_usd"]  # the post's columns
+HEADLINE = ["step_ms", "tokens_per_s", "peak_mem_gib", "first_step_s", "1M_tokens_per_usd"]  # the post's columns
 
 SETUPS = {  # setup name -> (compile?, attn_implementation)
     "eager-sdpa": (False, "sdpa"),
@@ -101,7 +99,7 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     import torch
 
     use_compile, attn = SETUPS[setup]
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     torch.manual_seed(config.seed)
 
@@ -119,8 +117,7 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
         opt.zero_grad(set_to_none=True)
 
     def sync():
-        if on_cuda:
-            torch.cuda.synchronize()
+        measure_device.synchronize(device)
 
     ctx.progress("first_step", message="includes compilation" if use_compile else None)
     t0 = time.time()
@@ -159,10 +156,7 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
         "params_m": params / 1e6,
         "achieved_tflops": tokens_per_s * flops_per_token(config, params) / 1e12,
     }
-    if on_cuda:
-        metrics["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    else:
-        metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated() if on_cuda else None))
     return metrics
 
 

@@ -70,6 +70,7 @@ def show(workload: str) -> None:
 
     from gpubench import config_fields
     from gpubench.run import utilisation
+    from gpubench.schema import PEAK_MEMORY
     from gpubench.workload import load
 
     spec = WORKLOADS.get(workload)
@@ -94,7 +95,11 @@ def show(workload: str) -> None:
         from gpubench.pricing import cost_metric_names
 
         lines.append(f"  + {cost_metric_names(spec.cost)[0]} from {spec.cost.metric} and --price")
-    lines.append(f"  + utilisation on every result ({', '.join(utilisation.METRICS)}) and a verdict in info")
+    basis = spec.energy_basis
+    if basis:
+        lines.append(f"  + j_per_{basis.unit.replace(' ', '_')} from {basis.metric} and the GPU's energy")
+    lines.append(f"  + on every result: peak memory ({PEAK_MEMORY}, GiB), utilisation and energy "
+                 f"({', '.join(utilisation.METRICS)}) and a verdict in info")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
         lines += [f"  {repo}" for repo in spec.weights]

@@ -20,7 +20,7 @@ from gpubench.measure import flops
 from gpubench.registry import UnknownName
 from gpubench.results import compare, verdict
 from gpubench.results.stored_runs import StoredRun
-from gpubench.results.summary import cell, fmt, headline_metrics
+from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics
 from gpubench.schema import MetricSummary, SetupResult, summarize
 from gpubench.workload import WorkloadDefinition, load
 
@@ -42,6 +42,7 @@ class Row:
     smoke: bool = False  # its runs were --smoke runs: a code-path test at a tiny size, not a benchmark
     reasons: list[str] = field(default_factory=list)  # the one-line error of each result that was not ok
     verdict: str = ""  # what bounded its ok results (gpubench/results/verdict.py); "" for runs stored before verdicts
+    energy: str = ""  # where its energy came from, or why none (summary.energy_per_setup); "" for runs before it
 
     @property
     def label(self) -> str:
@@ -116,7 +117,8 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                         dtype=next((d for d in dtypes if d), None), config=config, smoke=smoke,
                         reasons=list(dict.fromkeys(f"{result.status}: {result.error}" for _, result in items
                                                    if result.status != "ok" and result.error)),
-                        verdict=verdict.per_setup([result for _, result in items]).get(setup, "")))
+                        verdict=verdict.per_setup([result for _, result in items]).get(setup, ""),
+                        energy=energy_per_setup([result for _, result in items]).get(setup, "")))
     reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
     columns = [m for m in headline_metrics(workload, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
@@ -172,6 +174,9 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
     judged = any(row.verdict for row in report.rows)
     if judged:
         header.append("verdict")
+    energies = any(row.energy for row in report.rows)
+    if energies:
+        header.append("energy")
     rows = []
     for row in report.rows:
         price = f"{row.price:g}" if row.price else "-"
@@ -183,6 +188,8 @@ def table(report: WorkloadReport) -> tuple[list[str], list[list[str]]]:
             cells += [cell(row.metrics.get(flops.METRIC)), of_peak(row)]
         if judged:
             cells.append(row.verdict)
+        if energies:
+            cells.append(_shortened(row.energy.replace("|", "/")))
         rows.append(cells)
     return header, rows
 

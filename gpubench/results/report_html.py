@@ -16,7 +16,7 @@ import io
 import re
 
 from gpubench import pricing
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.results.report import (
     SMOKE_NOTE,
     Row,
@@ -104,7 +104,7 @@ def plots(report: WorkloadReport) -> list[tuple[str, str | None]]:
     images = []
     spec = report.spec
     wanted = [spec.cost.metric] if spec.cost else []
-    wanted += [m for m in report.columns if pricing.is_cost(m) or "peak" in m]
+    wanted += [m for m in report.columns if pricing.is_cost(m) or m.startswith(energy.PER_UNIT_PREFIX) or "peak" in m]
     for metric in dict.fromkeys(wanted):
         if any(metric in row.metrics for row in report.rows):
             images.append((f"{spec.name}: {metric}", _bars(report, metric)))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from gpubench import pricing
 from gpubench.catalog import WORKLOADS
+from gpubench.measure import energy
 from gpubench.registry import UnknownName
 from gpubench.results import compare, report, stored_runs
 from gpubench.results.summary import fmt
@@ -430,7 +431,8 @@ def latest_change(s: dict) -> tuple[str, str]:
 
 def history_metrics(table: report.WorkloadReport) -> list[str]:
     """The headline metrics drawn over time: the table's first four measured ones (not cost, memory or peak)."""
-    return [m for m in table.columns if not (pricing.is_cost_or_value(m) or "peak" in m)][:4]
+    return [m for m in table.columns
+            if not (pricing.is_cost_or_value(m) or m.startswith(energy.PER_UNIT_PREFIX) or "peak" in m)][:4]
 
 
 def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:

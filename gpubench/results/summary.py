@@ -1,8 +1,9 @@
 """The table a person reads at the end of a run, also saved as summary.md and summary.csv.
 
 Per setup: its status, the workload's headline metrics (median and spread over repeats), peak memory,
-the cost per unit of output, and the speed-up against the study's baseline setup (the catalog's first
-setup) on the cost basis metric. A spread (CV) over 5% is flagged: that difference may be noise.
+the cost and the energy per unit of output (and where the energy came from), and the speed-up against the
+study's baseline setup (the catalog's first setup) on the cost basis metric. A spread (CV) over 5% is flagged:
+that difference may be noise.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpubench import pricing
 from gpubench.catalog import WorkloadSpec
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.schema import MetricSummary, SetupSummary
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def headline_metrics(workload: WorkloadDefinition | None, reported: list[str]) -
     machine = [flops.METRIC, flops.PEAK_METRIC]
     declared = list(workload.metrics) if workload is not None else reported
     chosen = list((workload.headline if workload is not None else ()) or [m for m in declared if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or pricing.is_cost(m)) and m not in chosen + machine]
+    chosen += [m for m in reported if ("peak" in m or pricing.is_cost(m) or m.startswith(energy.PER_UNIT_PREFIX))
+               and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
 
@@ -73,9 +75,39 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def energy_per_setup(results) -> dict[str, str]:
+    """Where each setup's energy came from ("NVML counter", "power integral"), or "none: why", over its ok
+    results; setups stored before energy (schema 1.1) are left out."""
+    seen: dict[str, list[str]] = {}
+    for result in results:
+        facts = getattr(result, "energy", None)
+        if result.status != "ok" or facts is None:
+            continue
+        if facts.absent:
+            label = f"none: {facts.absent}"
+        elif facts.source == energy.COUNTER:
+            label = "NVML counter"
+        elif facts.source and facts.source.startswith(energy.INTEGRAL):
+            label = "power integral"
+        else:
+            label = "counter + power integral"
+        seen.setdefault(result.setup, []).append(label)
+    return {setup: "; ".join(dict.fromkeys(labels)) for setup, labels in seen.items()}
+
+
+def energy_note(energies: dict[str, str]) -> str | None:
+    """When no setup measured energy (a CPU run): one line with why, in place of a column that says it per row."""
+    if not energies or any(not label.startswith("none: ") for label in energies.values()):
+        return None
+    reasons = dict.fromkeys(label.removeprefix("none: ") for label in energies.values())
+    return "energy not measured: " + "; ".join(reasons)
+
+
 def table(spec: WorkloadSpec, workload: WorkloadDefinition | None, summaries: list[SetupSummary],
-          verdicts: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given."""
+          verdicts: dict[str, str] | None = None,
+          energies: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given; energies: where its
+    energy came from (energy_per_setup), after it."""
     metrics = headline_metrics(workload, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
@@ -84,6 +116,8 @@ def table(spec: WorkloadSpec, workload: WorkloadDefinition | None, summaries: li
         header.append(f"vs {spec.setups[0]}")
     if verdicts:
         header.append("verdict")
+    if energies:
+        header.append("energy")
     rows = []
     for s in summaries:
         row = [s.setup, s.status, f"{s.ok_repeats}/{s.repeats}", *[cell(s.metrics.get(m)) for m in metrics]]
@@ -91,6 +125,8 @@ def table(spec: WorkloadSpec, workload: WorkloadDefinition | None, summaries: li
             row.append(f"{gains[s.setup]:.2f}x" if s.setup in gains else "")
         if verdicts:
             row.append(verdicts.get(s.setup, ""))
+        if energies:
+            row.append(energies.get(s.setup, ""))
         rows.append(row)
     return header, rows
 

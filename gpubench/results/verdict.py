@@ -1,8 +1,8 @@
 """What bounded a result, read from its own figures: one verdict and the numbers it rests on.
 
-The runner calls `judge` on every ok result once it has its share of the peak, and stores the outcome in
-the result's info (`verdict`, `verdict_basis`, `verdict_figures`). Rules, in order (thresholds and their
-reasons in data/verdict_thresholds.csv):
+The runner calls `judge` on every ok result once it has its share of the peak, and stores the outcome as
+the result's typed `verdict` (label, basis, figures; results before schema 1.2 kept it in info, read as it).
+Rules, in order (thresholds and their reasons in data/verdict_thresholds.csv):
 
   undetermined   fewer than min_samples utilisation samples (or sampling off)
   client-bound   a load-generator process (or its busiest thread) past client_saturated of a core: the result
@@ -12,6 +12,7 @@ reasons in data/verdict_thresholds.csv):
   compute-bound  counted FLOP/s at compute_bound_peak of the dtype's datasheet peak, GPU busy >= compute_bound_busy
   memory-bound   achieved bandwidth at memory_bound_bandwidth of the datasheet HBM bandwidth
   storage-bound  a load at storage_bound_read to storage_above_read of a plain read of the same files (cold-start)
+  gpu-bound      GPU busy >= gpu_bound_busy with its kernels below both roofs (small or latency-bound kernels)
   host-bound     GPU busy under host_bound_busy while the busiest host thread is saturated
   undetermined   none of these: the basis says what the figures do show
 
@@ -27,8 +28,10 @@ from functools import cache
 from importlib import resources
 
 from gpubench.measure import flops
+from gpubench.schema import VerdictFacts
 
-VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "host-bound", "client-bound", "throttled", "undetermined")
+VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "client-bound", "throttled",
+            "undetermined")
 
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
 
@@ -46,9 +49,9 @@ class Verdict:
     basis: str
     figures: dict[str, float] = field(default_factory=dict)
 
-    def info(self) -> dict:
-        return {"verdict": self.label, "verdict_basis": self.basis,
-                "verdict_figures": {k: round(v, 2) for k, v in self.figures.items()}}
+    def facts(self) -> VerdictFacts:
+        return VerdictFacts(label=self.label, basis=self.basis,
+                            figures={k: round(v, 2) for k, v in self.figures.items()})
 
 
 def judge(values: dict[str, float]) -> Verdict:
@@ -96,12 +99,33 @@ def judge(values: dict[str, float]) -> Verdict:
         if t["storage_bound_read"] <= storage <= t["storage_above_read"]:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
+    if busy >= t["gpu_bound_busy"]:
+        return Verdict("gpu-bound", f"GPU busy {busy:.0f}% (>= {t['gpu_bound_busy']:.0f}%) {_below_roofs(values, t)}; "
+                                    f"{seen}", figures)
     if busy < t["host_bound_busy"] and thread is not None and thread >= t["saturated_thread"]:
         figures.update({name: values[name] for name in _host_roles() if name in values})
         return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
                                      f" thread{_whose(values, thread)} used {thread:.0f}% of a core (>="
                                      f" {t['saturated_thread']:.0f}%)", figures)
     return Verdict("undetermined", f"no rule met: {seen}", figures)
+
+
+def _below_roofs(values: dict[str, float], t: dict[str, float]) -> str:
+    """What a busy GPU's kernels reached of the two roofs (each under its bound, or a rule above would have named
+    it), and what that leaves as the cause."""
+    peak, bandwidth = values.get(flops.PEAK_METRIC), values.get(flops.BANDWIDTH_PEAK_METRIC)
+    compute = f"{peak:.0f}% of peak FLOP/s (< {t['compute_bound_peak']:.0f}%)" if peak is not None else None
+    memory = (f"{bandwidth:.0f}% of peak HBM bandwidth (< {t['memory_bound_bandwidth']:.0f}%)"
+              if bandwidth is not None else None)
+    if compute and memory:
+        return f"below both roofs ({compute}, {memory}): small or latency-bound kernels, launch gaps inside a busy GPU"
+    if compute:
+        return (f"below the compute roof ({compute}; bandwidth not measured): small, latency- or memory-bound "
+                f"kernels, launch gaps inside a busy GPU")
+    if memory:
+        return (f"below the memory roof ({memory}; FLOP/s not counted): small or latency-bound kernels, launch gaps "
+                f"inside a busy GPU")
+    return "(neither roof measured: no FLOP count, no bandwidth model)"
 
 
 def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:
@@ -154,8 +178,8 @@ def per_setup(results) -> dict[str, str]:
     """Each setup's verdict over its ok results: one label, or the labels with their counts when repeats differ."""
     labels: dict[str, list[str]] = {}
     for result in results:
-        if result.status == "ok" and result.info.get("verdict"):
-            labels.setdefault(result.setup, []).append(result.info["verdict"])
+        if result.status == "ok" and result.verdict is not None:
+            labels.setdefault(result.setup, []).append(result.verdict.label)
     out = {}
     for setup, seen in labels.items():
         distinct = list(dict.fromkeys(seen))

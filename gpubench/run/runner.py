@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from gpubench import __version__, pricing
 from gpubench.catalog import WorkloadSpec
-from gpubench.measure import flops
+from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, utilisation
 from gpubench.schema import (
@@ -52,6 +52,19 @@ class RunRequest:
     price_usd_per_hour: float | None = None
     weights: Literal["auto", "random"] = "auto"
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
+
+
+def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, Metric]:
+    """Joules per unit of the study's energy basis (per image, per 1M tokens) from the average draw over the timed
+    part: watts x 3600 are the joules of an hour, costed like an hourly price."""
+    basis = spec.energy_basis
+    if basis is None or basis.metric not in metrics or "avg_power_w" not in metrics:
+        return {}
+    joules = basis.per_unit(metrics[basis.metric].value, metrics["avg_power_w"].value * 3600.0)
+    if joules is None:
+        return {}
+    return {f"{energy.PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": Metric(value=joules, unit=f"J/{basis.unit}",
+                                                                           better="lower")}
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -120,11 +133,15 @@ class Runner:
     def _write_summary(self, workload: WorkloadDefinition, finished: RunFinished) -> None:
         """summary.md and summary.csv in the run folder; the table on stderr for the person watching."""
         req = self.request
-        header, rows = summary.table(req.spec, workload, finished.summary, verdict.per_setup(self.results))
-        notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary)
+        energies = summary.energy_per_setup(self.results)
+        unmeasured = summary.energy_note(energies)
+        header, rows = summary.table(req.spec, workload, finished.summary, verdict.per_setup(self.results),
+                                     None if unmeasured else energies)
+        notes = summary.notes(req.smoke, bool(req.price_usd_per_hour), finished.summary) + (
+            [unmeasured] if unmeasured else [])
         text = summary.markdown(header, rows, notes)
-        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.info['verdict']}: {r.info['verdict_basis']}\n"
-                        for r in self.results if r.status == "ok" and r.info.get("verdict"))
+        bases = "".join(f"- {r.setup} (repeat {r.repeat}): {r.verdict.label}: {r.verdict.basis}\n"
+                        for r in self.results if r.status == "ok" and r.verdict is not None)
         why = f"What bounded each result (gpubench/results/verdict.py):\n\n{bases}\n" if bases else ""
         for note in workload.notes(req.config):  # e.g. the latency target used
             why += f"> {note}\n\n"
@@ -188,12 +205,13 @@ class Runner:
         return result
 
     def _costed(self, result: SetupResult) -> SetupResult:
-        """An ok result with what the runner adds: cost per unit at the run's price, and achieved FLOP/s as a
-        share of the device's datasheet peak."""
+        """An ok result with what the runner adds: cost per unit at the run's price, energy per unit, and achieved
+        FLOP/s as a share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
             result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
         if result.status == "ok":
+            result.metrics.update(energy_metrics(self.request.spec, result.metrics))
             dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
             share = flops.peak_share(result.metrics, result.device, dtype)
             if share is not None:
@@ -201,7 +219,7 @@ class Runner:
             bandwidth = flops.bandwidth_share(result.metrics, result.device)
             if bandwidth is not None:
                 result.metrics[flops.BANDWIDTH_PEAK_METRIC] = bandwidth
-            result.info.update(judged(result).info())
+            result.verdict = judged(result).facts()
         return result
 
     def _derive(self, workload: WorkloadDefinition, repeat: int) -> None:

@@ -1,18 +1,21 @@
 """What the machine did while a setup was measured: a thread of the worker samples NVML and /proc.
 
-Every SAMPLE_S, for each GPU visible to the worker (NVML): the busy share (NVML's utilization.gpu: the
-share of its sample period with a kernel running), the memory controller's busy share (utilization.memory),
-the SM clock over its maximum, the power draw over the enforced limit, and the clock-event ("throttle")
-reasons. On the host (/proc): the CPU time of the worker and of the processes it started (a server), per
-thread, from which the process's CPU use and its busiest thread's share of one core (a launch-bound loop
-shows one thread near 100%). The sampler thread leaves itself out. Each process is given a role when first
-seen (data/process_roles.csv: gpubench's client processes, vLLM's API server, its engine core), and each
-role's busiest thread gets its own figure, so a saturated host names which of them it was.
+Every SAMPLE_S, for each GPU visible to the worker (NVML): the busy share (NVML's utilization.gpu: the share
+of its sample period with a kernel running), the memory controller's busy share (utilization.memory), the SM
+clock over its maximum, the power draw over the enforced limit, the clock-event ("throttle") reasons, the
+total-energy counter and the instantaneous power. On the host (/proc): the CPU time of the worker and of the
+processes it started (a server), per thread, from which the process's CPU use and its busiest thread's share
+of one core (a launch-bound loop shows one thread near 100%). The sampler thread leaves itself out. Each
+process is given a role when first seen (data/process_roles.csv: gpubench's client processes, vLLM's API
+server, its engine core), and each role's busiest thread gets its own figure, so a saturated host names
+which of them it was.
 
 Samples taken while the workload's phase is one of its timed phases (module TIMED_PHASES, default
 ("timed",)) are the ones summarised; a setup that reports no timed phase is summarised over all of it,
 and info says which. Each figure is stored as a mean and a p90 over those samples, with their count.
-GPU figures are of the busiest visible GPU (the one the setup used, when it used one of several).
+GPU figures are of the busiest visible GPU (the one the setup used, when it used one of several); energy
+(gpubench/measure/energy.py) is summed over the setup's GPUs, from the same readings. NVML is read through
+gpubench/measure/nvml.py, the one NVML helper.
 """
 
 from __future__ import annotations
@@ -24,20 +27,14 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 
+from gpubench.measure import energy
+from gpubench.measure.nvml import GpuReading, Nvml, gpu_reading, open_nvml, reason_names  # noqa: F401 - the sampler's API
 from gpubench.workload import MetricDef
 
 SAMPLE_S = 0.05
 TREE_REFRESH_S = 1.0  # how often the set of processes (the worker and its children) is read again
 OFF_VARIABLE = "GPUBENCH_UTILISATION"  # "off": no sampling (to show what the sampling costs)
 DEFAULT_TIMED_PHASES = ("timed",)
-
-# NVML's clock-event reason bits (nvml.h, nvmlClocksEventReason*); the power and thermal ones are throttles.
-REASONS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
-THROTTLE_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 METRICS = {
     "util_samples": MetricDef("samples", None, "utilisation samples over the timed part (about every 50 ms)"),
@@ -54,6 +51,7 @@ METRICS = {
     "host_cpu_p90_pct": MetricDef("% of a core", None, "CPU use of the worker and its children, 90th percentile"),
     "busiest_thread_pct": MetricDef("% of a core", None, "the busiest host thread's share of one core, mean"),
     "busiest_thread_p90_pct": MetricDef("% of a core", None, "the busiest host thread's share, 90th percentile"),
+    **energy.METRICS,
 }
 
 
@@ -70,104 +68,6 @@ METRICS.update({f"{role}_thread_pct": MetricDef("% of a core", None, f"the busie
 
 def enabled() -> bool:
     return os.environ.get(OFF_VARIABLE, "").lower() not in ("off", "0", "no", "false")
-
-
-@dataclass(frozen=True)
-class GpuReading:
-    """One GPU's NVML figures at one moment, as shares (percent)."""
-
-    busy_pct: float
-    mem_busy_pct: float
-    sm_clock_pct: float | None
-    power_pct: float | None
-    reasons: int  # the clock-event reason bit mask
-
-    @property
-    def throttled(self) -> bool:
-        return bool(self.reasons & THROTTLE_BITS)
-
-
-def gpu_reading(raw: dict) -> GpuReading:
-    """NVML's raw answers (utilization.gpu/.memory in %, clocks in MHz, power in mW, the reasons mask) as shares."""
-    def share(value, top):
-        return 100.0 * value / top if value is not None and top else None
-
-    return GpuReading(busy_pct=float(raw["gpu_util"]), mem_busy_pct=float(raw["mem_util"]),
-                      sm_clock_pct=share(raw.get("sm_clock_mhz"), raw.get("sm_clock_max_mhz")),
-                      power_pct=share(raw.get("power_mw"), raw.get("power_limit_mw")),
-                      reasons=int(raw.get("reasons") or 0))
-
-
-def reason_names(mask: int) -> list[str]:
-    return [name for bit, name in REASONS.items() if mask & bit]
-
-
-class Nvml:
-    """The GPUs this process may use (CUDA_VISIBLE_DEVICES: indices or UUIDs), read through nvidia-ml-py."""
-
-    def __init__(self):
-        import pynvml
-
-        self.nv = pynvml
-        pynvml.nvmlInit()
-        self.handles = self._visible()
-        self.static = []
-        for handle in self.handles:
-            self.static.append({
-                "sm_clock_max_mhz": self._try(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM),
-                "power_limit_mw": self._try(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle),
-            })
-        reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
-
-    def _visible(self) -> list:
-        nv = self.nv
-        wanted = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if wanted is None:
-            return [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
-        handles = []
-        for item in (w.strip() for w in wanted.split(",") if w.strip()):
-            if item.isdigit():
-                handles.append(nv.nvmlDeviceGetHandleByIndex(int(item)))
-            elif item.startswith(("GPU-", "MIG-")):
-                handles.append(nv.nvmlDeviceGetHandleByUUID(item))
-            else:
-                break  # CUDA stops at the first entry it cannot read
-        return handles
-
-    @staticmethod
-    def _try(fn, *args):
-        try:
-            return fn(*args)
-        except Exception:  # noqa: BLE001 - a figure this GPU does not report (NVML_ERROR_NOT_SUPPORTED)
-            return None
-
-    def read(self) -> list[GpuReading]:
-        nv = self.nv
-        out = []
-        for handle, static in zip(self.handles, self.static, strict=True):
-            util = nv.nvmlDeviceGetUtilizationRates(handle)
-            out.append(gpu_reading({
-                "gpu_util": util.gpu, "mem_util": util.memory,
-                "sm_clock_mhz": self._try(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
-                "power_mw": self._try(nv.nvmlDeviceGetPowerUsage, handle),
-                "reasons": self._try(self._reasons, handle), **static}))
-        return out
-
-    def close(self) -> None:
-        self._try(self.nv.nvmlShutdown)
-
-
-def open_nvml() -> tuple[Nvml | None, str | None]:
-    """NVML when it is there and sees a GPU; else None and why (a CPU machine, no nvidia-ml-py)."""
-    try:
-        nvml = Nvml()
-    except Exception as exc:  # noqa: BLE001 - no driver, no library: host figures only
-        return None, f"{type(exc).__name__}: {exc}"[:200]
-    if not nvml.handles:
-        nvml.close()
-        return None, "no GPU visible"
-    return nvml, None
 
 
 def _children(pid: int) -> list[int]:
@@ -252,6 +152,15 @@ class Sample:
     timed: bool
     gpus: list[GpuReading]
     threads: dict[tuple[int, int], int]
+    leaving: bool = False  # the timed part's last reading: the interval after it is outside the part
+
+
+def in_part(samples: list[Sample], timed: bool) -> list[tuple[Sample, Sample]]:
+    """The intervals between consecutive samples that lie inside the timed part (all of them when none was timed):
+    the one that ends at the part's first reading belongs to what came before, the one after its last to what
+    follows."""
+    return [(a, b) for a, b in zip(samples, samples[1:], strict=False)
+            if not timed or (a.timed and b.timed and not a.leaving)]
 
 
 def host_shares(before: Sample, after: Sample) -> tuple[float, float, tuple[int, int] | None]:
@@ -283,6 +192,7 @@ class Utilisation:
 
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    energy: energy.Energy = field(default_factory=lambda: energy.Energy(absent="no GPU readings"))
 
 
 def role_shares(before: Sample, after: Sample, roles: dict[int, str]) -> dict[str, float]:
@@ -300,13 +210,15 @@ def role_shares(before: Sample, after: Sample, roles: dict[int, str]) -> dict[st
 
 
 def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], str] | None = None,
-              roles: dict[int, str] | None = None) -> Utilisation:
-    """Means and p90s over the timed samples (all samples when none was timed)."""
+              roles: dict[int, str] | None = None, gpus_used: int = 1) -> Utilisation:
+    """Means and p90s over the timed samples (all samples when none was timed); energy over the timed part of the
+    `gpus_used` busiest GPUs (a setup's ranks, one GPU each)."""
     timed = any(s.timed for s in samples)
     chosen = [i for i, s in enumerate(samples) if s.timed or not timed]
     info: dict = {"scope": "timed" if timed else "setup (no timed phase reported)", "sample_s": SAMPLE_S,
                   "cores": cores}
     metrics: dict[str, float] = {"util_samples": float(len(chosen))}
+    figures = Utilisation(metrics=metrics, info=info)
     gpu_rows = [samples[i].gpus for i in chosen if samples[i].gpus]
     if gpu_rows:
         count = len(gpu_rows[0])
@@ -328,8 +240,11 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
             for name in reason_names(r.reasons):
                 seen[name] = seen.get(name, 0) + 1
         info["clock_event_reasons_pct"] = {name: round(100.0 * n / len(readings), 1) for name, n in seen.items()}
-    # Intervals inside the part: the one that ends at its first reading belongs to what came before.
-    host = [host_shares(samples[i - 1], samples[i]) for i in chosen if i > 0 and (samples[i - 1].timed or not timed)]
+        used = sorted(sorted(range(count), key=per_gpu.__getitem__, reverse=True)[:max(1, gpus_used)])
+        spans = [(a.t, a.gpus, b.t, b.gpus) for a, b in in_part([s for s in samples if s.gpus], timed)]
+        figures.energy = energy.over(spans, used)
+        metrics.update(figures.energy.metrics())
+    host = [host_shares(a, b) for a, b in in_part(samples, timed)]
     if host:
         metrics["host_cpu_pct"], metrics["host_cpu_p90_pct"] = mean([h[0] for h in host]), p90([h[0] for h in host])
         metrics["busiest_thread_pct"] = mean([h[1] for h in host])
@@ -352,7 +267,7 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
                 per_role.setdefault(role, []).append(share)
         for role, shares in per_role.items():
             metrics[f"{role}_thread_pct"] = sum(shares) / len(pairs)
-    return Utilisation(metrics=metrics, info=info)
+    return figures
 
 
 class Sampler:
@@ -361,8 +276,9 @@ class Sampler:
     Entering and leaving the timed part each take a sample on the spot, so a timed part, however short and however
     busy the cores, has its first and last readings and one host interval at least; the thread fills in between."""
 
-    def __init__(self, nvml: Nvml | None, interval: float = SAMPLE_S, root: int | None = None):
+    def __init__(self, nvml: Nvml | None, interval: float = SAMPLE_S, root: int | None = None, gpus_used: int = 1):
         self.nvml, self.interval, self.root = nvml, interval, root or os.getpid()
+        self.gpus_used = gpus_used  # the setup's ranks: its energy sums this many of the busiest GPUs
         self.samples: list[Sample] = []
         self.timed = False
         self._names: dict[tuple[int, int], str] = {}
@@ -378,29 +294,32 @@ class Sampler:
         return self
 
     def mark(self, timed: bool) -> None:
-        if timed != self.timed:
-            self._take(timed=True)  # the timed part's first reading, or its last
-        self.timed = timed
+        # One lock for the reading and the phase: the thread never files a reading under the phase just left.
+        with self._lock:
+            if timed != self.timed:
+                self._take(timed=True, leaving=not timed)  # the timed part's first reading, or its last
+            self.timed = timed
 
-    def _take(self, timed: bool) -> None:
-        with self._lock:  # the thread and mark() from the workload's thread
-            now = time.monotonic()
-            if now - self._refreshed >= TREE_REFRESH_S:
-                self._pids, self._refreshed = process_tree(self.root), now
-                for pid in self._pids:
-                    if not self._roles.get(pid):  # again until it has one: a client names itself once started
-                        self._roles[pid] = process_role(pid)
-            try:
-                gpus = self.nvml.read() if self.nvml else []
-            except Exception:  # noqa: BLE001 - one failed read is one missing sample, not a failed setup
-                gpus = []
-            threads = thread_cpu_ns(self._pids, skip_tid=self._sampler_tid)
-            self.samples.append(Sample(time.monotonic(), timed, gpus, threads))
+    def _take(self, timed: bool, leaving: bool = False) -> None:
+        """One reading; the caller holds the lock (the thread and mark() from the workload's thread)."""
+        now = time.monotonic()
+        if now - self._refreshed >= TREE_REFRESH_S:
+            self._pids, self._refreshed = process_tree(self.root), now
+            for pid in self._pids:
+                if not self._roles.get(pid):  # again until it has one: a client names itself once started
+                    self._roles[pid] = process_role(pid)
+        try:
+            gpus = self.nvml.read() if self.nvml else []
+        except Exception:  # noqa: BLE001 - one failed read is one missing sample, not a failed setup
+            gpus = []
+        threads = thread_cpu_ns(self._pids, skip_tid=self._sampler_tid)
+        self.samples.append(Sample(time.monotonic(), timed, gpus, threads, leaving))
 
     def _loop(self) -> None:
         self._sampler_tid = threading.get_native_id()
         while True:
-            self._take(self.timed)
+            with self._lock:
+                self._take(self.timed)
             if self._stop.wait(self.interval):
                 return
 
@@ -417,4 +336,4 @@ class Sampler:
                 if key and key not in names:
                     names[key] = thread_name(*key)
         roles = {pid: role for pid, role in self._roles.items() if role}
-        return summarise(samples, len(os.sched_getaffinity(0)), names, roles)
+        return summarise(samples, len(os.sched_getaffinity(0)), names, roles, self.gpus_used)

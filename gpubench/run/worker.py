@@ -21,9 +21,11 @@ import time
 import traceback
 
 from gpubench.catalog import WORKLOADS
+from gpubench.measure import gpu_memory
+from gpubench.measure.energy import METRICS as ENERGY_METRICS
 from gpubench.ports import free_port
 from gpubench.run import utilisation
-from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, parse_record, split_finite, to_line
+from gpubench.schema import NOT_FINITE, EnergyFacts, Metric, Progress, SetupResult, parse_record, split_finite, to_line
 from gpubench.workload import SetupContext, SetupSkipped, WorkloadDefinition, load
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
@@ -98,8 +100,8 @@ class Worker:
                             world_size=self.world_size)
 
     def result(self, setup: str, workload: WorkloadDefinition | None, started: float, values=None, exc=None, extra=None,
-               machine=None) -> SetupResult:
-        """machine: the utilisation figures, after the workload's own metrics."""
+               machine=None, energy: EnergyFacts | None = None) -> SetupResult:
+        """machine: the utilisation figures, after the workload's own metrics; energy: where its energy came from."""
         not_finite: dict[str, str] = {}
         if exc is None:
             metrics = {}
@@ -118,6 +120,12 @@ class Worker:
             result.device = detect_device()
         else:  # an engine without torch (CTranslate2) says its device in info; None: failed before choosing one
             result.device = result.info.get("device") if isinstance(result.info.get("device"), str) else None
+        if result.status == "ok" and energy is not None:
+            on_cpu = (result.device or "").startswith("cpu")
+            result.energy = EnergyFacts(absent=f"ran on the CPU ({result.device}): no GPU energy") if on_cpu else energy
+            if on_cpu:
+                for name in ENERGY_METRICS:
+                    result.metrics.pop(name, None)
         result.duration_s = round(time.perf_counter() - started, 3)
         return result
 
@@ -138,20 +146,21 @@ class Worker:
                     session = stack.enter_context(
                         workload.open_session(workload.session_key(setups[0], config), config, session_ctx))
                 for index, setup in enumerate(setups):
-                    sampler = utilisation.Sampler(sampling[0]).start() if sampling else None
+                    sampler = utilisation.Sampler(sampling[0], gpus_used=self.world_size).start() if sampling else None
                     ctx = self.context(setup, sampler, timed_phases)
                     ctx.session = session
                     begun = time.perf_counter() if index else started
                     machine: dict[str, float] = {}
+                    energy = None
                     try:
                         try:
                             values = workload.run_setup(setup, config, ctx)
                         finally:
-                            machine = self._utilisation(ctx, sampler, sampling)
+                            machine, energy = self._utilisation(ctx, sampler, sampling)
                         if index == 0 and session_ctx is not None:  # the session's own numbers, once
                             ctx.metrics = {**session_ctx.metrics, **ctx.metrics}
                             ctx.info = {**session_ctx.info, **ctx.info}
-                        result = self.result(setup, workload, begun, values, extra=ctx, machine=machine)
+                        result = self.result(setup, workload, begun, values, extra=ctx, machine=machine, energy=energy)
                     except KeyboardInterrupt:
                         raise
                     except BaseException as exc:  # noqa: BLE001 - a failed setup is a result row
@@ -175,24 +184,34 @@ class Worker:
             stack.callback(nvml.close)
         return nvml, why
 
-    def _utilisation(self, ctx: SetupContext, sampler, sampling) -> dict[str, float]:
-        """The setup's utilisation metrics; what they cover (or why there are none) goes in its info."""
+    def _utilisation(self, ctx: SetupContext, sampler, sampling) -> tuple[dict[str, float], EnergyFacts | None]:
+        """The setup's utilisation and energy metrics, and where its energy came from (or why there is none);
+        what the utilisation covers (or why there is none) goes in its info. (None for a rank other than 0.)"""
         if sampler is None:
-            if self.rank == 0:
-                switch = os.environ.get(utilisation.OFF_VARIABLE)
-                ctx.info["utilisation"] = {"off": f"{utilisation.OFF_VARIABLE}={switch}"}
-            return {}
+            if self.rank != 0:
+                return {}, None
+            switch = os.environ.get(utilisation.OFF_VARIABLE)
+            ctx.info["utilisation"] = {"off": f"{utilisation.OFF_VARIABLE}={switch}"}
+            return {}, EnergyFacts(absent=f"not sampled ({utilisation.OFF_VARIABLE}={switch})")
         figures = sampler.stop()
         ctx.info["utilisation"] = {**figures.info, **({"no_gpu_figures": sampling[1]} if sampling[1] else {})}
-        return figures.metrics
+        found = figures.energy
+        absent = f"no GPU readings (NVML: {sampling[1]})" if sampling[1] else found.absent
+        facts = EnergyFacts(absent=absent) if found.joules is None else EnergyFacts(
+            source=found.source, gpus=found.gpus, seconds=round(found.seconds, 3),
+            power_integral_j=None if found.power_integral_j is None else round(found.power_integral_j, 3))
+        return figures.metrics, facts
+
+
+HARNESS_METRICS = {**utilisation.METRICS, **gpu_memory.METRICS}  # what the harness measures for every workload
 
 
 def metric_definition(workload: WorkloadDefinition | None, name: str):
-    """A metric's unit and direction: the workload's METRICS, else the figures every result carries
-    (utilisation). A metric declared in neither is a bug in the workload (KeyError)."""
+    """A metric's unit and direction: the workload's METRICS, else the figures the harness measures for every
+    result (utilisation, energy, peak memory). A metric declared in neither is a bug in the workload (KeyError)."""
     if workload is not None and name in workload.metrics:
         return workload.metrics[name]
-    return utilisation.METRICS[name]
+    return HARNESS_METRICS[name]
 
 
 

@@ -28,6 +28,7 @@ Hub cache folder under the same root, never the user's own cache unless `cache_d
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import shutil
 import sys
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.config_fields import DEVICE, DTYPES, param
+from gpubench.measure import device as measure_device
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 from gpubench.workloads.cold_start import checkpoint, hub, pagecache
 
@@ -311,8 +313,8 @@ def _timed_start(source: Source, config: Config, patterns: list[str], ctx: Setup
     ctx.info["snapshot"] = path
 
     ctx.progress("load")
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    device = measure_device.resolve(config.device)
+    sync = functools.partial(measure_device.synchronize, device)
     t = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(path)
     model, loading = AutoModelForCausalLM.from_pretrained(

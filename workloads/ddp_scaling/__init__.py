@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpubench.config_fields import param
+from gpubench.measure import device as measure_device
+from gpubench.measure import gpu_memory
 from gpubench.ports import free_port
 from gpubench.results.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
@@ -81,8 +82,6 @@ METRICS = {
     "step_ms_p90": MetricDef("ms", "lower", "90th-percentile optimizer step"),
     "gradient_mb_per_step": MetricDef("MB", "lower", "what each rank all-reduces per optimizer step"),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
-    "peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory allocated by torch on rank 0"),
-    "peak_rss_gb": MetricDef("GB", "lower", "peak resident host memory of rank 0"),
     "busbw_peak_gbps": MetricDef("GB/s", "higher", "all-reduce bus bandwidth, best message size (nccl-tests' busbw)"),
     "busbw_median_gbps": MetricDef("GB/s", "higher", "all-reduce bus bandwidth, median over message sizes"),
     "algbw_median_gbps": MetricDef(
@@ -175,7 +174,7 @@ def join_group(recipe: Recipe, config: Config) -> Group:
     local_rank = int(os.environ.get("LOCAL_RANK", str(rank)))
     if world_size != recipe.gpus:
         raise RuntimeError(f"this setup runs {recipe.gpus} processes, but WORLD_SIZE is {world_size}")
-    on_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
+    on_cuda = measure_device.on_gpu(measure_device.resolve(config.device))
     host_gpus = torch.cuda.device_count() if on_cuda else 0
     if on_cuda:
         if host_gpus < recipe.gpus:
@@ -252,10 +251,7 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
     }
     if group.world_size > 1:
         metrics["gradient_mb_per_step"] = params * (2 if recipe.bf16_hook else 4) / 1e6
-    if on_cuda:
-        metrics["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    else:
-        metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    metrics.update(gpu_memory.peak(info, torch.cuda.max_memory_allocated() if on_cuda else None))  # rank 0's
     info.update({
         "model": {"size": recipe.size, "layers": layers, "width": width, "heads": heads, "params": params,
                   "vocab_size": config.vocab_size, "seq_len": config.seq_len},

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import flops
+from gpubench.measure import device as measure_device
+from gpubench.measure import flops, gpu_memory
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -59,7 +59,7 @@ SMOKE = {
 }
 
 HEADLINE = [  # the post's table columns, in its order
-    "passages_per_s", "tokens_per_s", "peak_mem_gb", "usd_per_1M_passages", "gpu_only_passages_per_s",
+    "passages_per_s", "tokens_per_s", "peak_mem_gib", "usd_per_1M_passages", "gpu_only_passages_per_s",
     "host_bound_share", "tuned_passages_per_s", "tuned_gain",
 ]
 
@@ -67,8 +67,6 @@ METRICS = {
     "passages_per_s": MetricDef(
         "passages/s", "higher", "passages embedded per second, the study's headline (tokenize + forward + pooling)"),
     "tokens_per_s": MetricDef("tokens/s", "higher", "tokens embedded per second (passages_per_s x tokens_per_passage)"),
-    "peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory allocated by torch during the timed encode"),
-    "peak_rss_gb": MetricDef("GB", "lower", "peak resident host memory of the worker process"),
     "tokens_per_passage": MetricDef(
         "tokens", None, "mean tokens per passage after truncation to the setup's sequence length"),
     "gpu_only_passages_per_s": MetricDef(
@@ -84,7 +82,7 @@ METRICS = {
     "tuned_gain": MetricDef("x", "higher", "tuned passages/s over the plain sentence-transformers encode"),
     "tuned_vs_gpu_only": MetricDef(
         "x", "higher", "tuned passages/s over the model-only speed (1.0 = no host overhead left)"),
-    "tuned_peak_mem_gb": MetricDef("GB", "lower", "peak GPU memory of the tuned pipeline"),
+    "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline"),
     "tuned_usd_per_1M_passages": MetricDef(
         "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price"),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
@@ -121,7 +119,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 
     import torch
 
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     dtype = config.dtype if on_cuda else "float32"
     ctx.info.update(cpu_facts(), device=device, dtype=dtype, compute_dtype=dtype, seq_len=seq_len)
@@ -162,7 +160,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     if cost is not None:
         metrics["tuned_usd_per_1M_passages"] = cost
     if not on_cuda:
-        metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+        metrics.update(gpu_memory.peak(ctx.info, None))
     return metrics
 
 
@@ -181,7 +179,7 @@ def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, on
     sync(torch, on_cuda)
     metrics = {"passages_per_s": done / (time.time() - t0)}
     if on_cuda:  # the study read it here: model, warm-up and the encode() loop, nothing reset
-        metrics["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
+        metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated()))
     return metrics
 
 
@@ -254,7 +252,7 @@ def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext,
         pool.close()
     metrics = {"tuned_passages_per_s": done / elapsed, "tuned_batch": batch, "tuned_workers": workers}
     if on_cuda:
-        metrics["tuned_peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9
+        metrics["tuned_peak_mem_gib"] = torch.cuda.max_memory_allocated() / gpu_memory.GIB
     return metrics
 
 

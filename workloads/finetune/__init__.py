@@ -16,8 +16,8 @@ The study ran on an L40S, 44.4 GiB usable, where full fine-tuning ran out of mem
 
 from __future__ import annotations
 
+import functools
 import math
-import resource
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, fields
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from gpubench.config_fields import DEVICE, param
+from gpubench.measure import device as measure_device
+from gpubench.measure import gpu_memory
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 MODEL_REPO = "Qwen/Qwen2.5-1.5B-Instruct"
@@ -122,8 +124,6 @@ METRICS = {
     "achieved_tflops": MetricDef(
         "TFLOP/s", "higher", "counted forward + backward FLOPs per padded token x padded tokens trained / train_s"),
     "train_tokens": MetricDef("tokens", None, "tokens processed in the timed steps"),
-    "peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory allocated by torch (an oom row when it does not fit)"),
-    "peak_rss_gib": MetricDef("GiB", "lower", "peak resident host memory of the worker process"),
     "eval_loss_before": MetricDef("nats/token", None, "held-out loss before training"),
     "eval_loss_after": MetricDef("nats/token", "lower", "held-out loss after training"),
     "eval_loss_drop": MetricDef("nats/token", "higher", "eval_loss_before - eval_loss_after: the training did learn"),
@@ -217,9 +217,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         return tuned.run_setup(setup, config, ctx)
     method, _ = SETUPS[setup]
     micro, accumulation = config.batching(setup)
-    device = config.device
-    if device == "auto":
-        device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+    device = measure_device.resolve(config.device, indexed=True)
     on_cuda = device.startswith("cuda")
     if config.cpu_threads:
         torch.set_num_threads(config.cpu_threads)
@@ -303,10 +301,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         "eval_loss_after": loss_after,
         "eval_loss_drop": loss_before - loss_after,
     }
-    if peak is not None:
-        metrics["peak_mem_gib"] = peak
-    else:
-        metrics["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+    metrics.update(gpu_memory.peak(ctx.info, None if peak is None else peak * GIB))
     return metrics
 
 
@@ -322,9 +317,7 @@ def bf16_autocast(device: str):
 
 def synchronizer(on_cuda: bool):
     """What the loops call before reading the clock: waits for the GPU's queued work (nothing on a CPU)."""
-    import torch
-
-    return torch.cuda.synchronize if on_cuda else lambda: None
+    return functools.partial(measure_device.synchronize, "cuda" if on_cuda else "cpu")
 
 
 def count_flops_per_token(model, batches, device: str, autocast) -> float:

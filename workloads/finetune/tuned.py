@@ -32,6 +32,8 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
+from gpubench.measure import device as measure_device
+from gpubench.measure import gpu_memory
 from gpubench.workload import SetupContext
 
 SETUP = "lora-tuned"
@@ -140,7 +142,6 @@ def model_inputs(row, device: str) -> dict[str, Any]:
 
 
 def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
-    import resource
 
     import torch
     from transformers import get_cosine_schedule_with_warmup
@@ -150,9 +151,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
 
     per_step = examples_per_step(config)
     micro, _ = config.batching(STUDY_SETUP)
-    device = config.device
-    if device == "auto":
-        device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+    device = measure_device.resolve(config.device, indexed=True)
     on_cuda = device.startswith("cuda")
     if config.cpu_threads:
         torch.set_num_threads(config.cpu_threads)
@@ -244,10 +243,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     }
     if not math.isfinite(loss_after):
         raise FloatingPointError(f"held-out loss is {loss_after}")
-    if peak is not None:
-        metrics["peak_mem_gib"] = peak
-    else:
-        metrics["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+    metrics.update(gpu_memory.peak(ctx.info, None if peak is None else peak * GIB))
     return metrics
 
 

@@ -25,12 +25,12 @@ Differences from the study, on purpose:
 
 from __future__ import annotations
 
-import resource
 import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import compile_cache
+from gpubench.measure import compile_cache, gpu_memory, timing
+from gpubench.measure import device as measure_device
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads.sdxl import components as sdxl_components
 from gpubench.workloads.sdxl.components import ARCHITECTURES, BASE_REPO, VAE_REPO
@@ -78,7 +78,7 @@ SMOKE = {
 }
 
 HEADLINE = [  # the post's table columns, in its order
-    "s_per_image", "images_per_hour", "usd_per_1k_images", "peak_vram_gb", "compile_s", "saved_s_per_image",
+    "s_per_image", "images_per_hour", "usd_per_1k_images", "peak_mem_gib", "compile_s", "saved_s_per_image",
     "break_even_images", "load_s",
 ]
 
@@ -87,8 +87,6 @@ METRICS = {
         "s", "lower", "seconds per image in the timed batches (30 steps, 1024x1024): the study's headline"),
     "images_per_hour": MetricDef("images/h", "higher", "3600 / s_per_image"),
     "images_per_s": MetricDef("images/s", "higher", "1 / s_per_image"),
-    "peak_vram_gb": MetricDef("GB", "lower", "peak GPU memory allocated by torch"),
-    "peak_rss_gb": MetricDef("GB", "lower", "peak resident host memory of the worker process"),
     "warmup_s": MetricDef("s", "lower", "the first generation; includes compilation when compiled"),
     "compile_s": MetricDef("s", "lower", "the first compiled call, as the study measured it"),
     "load_s": MetricDef("s", "lower", "pipeline load (or random build) and move to the device"),
@@ -134,14 +132,13 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     import torch
     from diffusers import StableDiffusionXLPipeline  # noqa: F401 - its lazy imports are not load time
 
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
+    device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     dtype = getattr(torch, config.dtype)
     torch.manual_seed(config.seed)
 
     def sync():
-        if on_cuda:
-            torch.cuda.synchronize()
+        measure_device.synchronize(device)
 
     ctx.progress("load")
     t0 = time.perf_counter()
@@ -180,13 +177,11 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         warmups.append(time.perf_counter() - t0)
 
     images = config.timed_images(batch)
-    ctx.progress("timed", done=0, total=images)
-    t0 = time.perf_counter()
-    for done in range(batch, images + 1, batch):
-        generate()
-        ctx.progress("timed", done=done, total=images)
-    sync()
-    s_per_image = (time.perf_counter() - t0) / images
+    with timing.Timed(ctx, device, min_count=images, total=images) as timed:  # the study's count: no minimum time
+        for done in range(batch, images + 1, batch):
+            generate()
+            ctx.progress("timed", done=done, total=images)
+    s_per_image = timed.seconds / images
 
     ctx.info.update(weights)
     ctx.info.update({
@@ -216,10 +211,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         metrics["warmup_s"] = warmups[0]
         if use_compile:
             metrics["compile_s"] = warmups[0]
-    if on_cuda:
-        metrics["peak_vram_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    else:
-        metrics["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated() if on_cuda else None))
     return metrics
 
 

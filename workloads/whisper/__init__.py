@@ -86,7 +86,7 @@ SMOKE = {"size": "tiny", "audio_dir": "@audioeval-en", "warmup_audio_s": 1.0, "r
          "synthetic_audio_s": 20.0, "cpu_threads": 1}
 
 HEADLINE = [  # the post's table columns, in its order
-    "realtime_factor", "wer_pct", "peak_gpu_mem_gib", "1k_audio_hours_per_usd", "usd_per_1k_audio_hours",
+    "realtime_factor", "wer_pct", "peak_mem_gib", "1k_audio_hours_per_usd", "usd_per_1k_audio_hours",
 ]
 
 METRICS = {
@@ -104,8 +104,6 @@ METRICS = {
     "model_load_s": MetricDef("s", "lower", "model load to the device"),
     "wer_pct": MetricDef("%", "lower", "word error rate against the reference transcripts, normalised text"),
     "reference_words": MetricDef("words", None, "words in the reference transcripts"),
-    "peak_gpu_mem_gib": MetricDef("GiB", "lower", "peak GPU memory over the timed run (NVML, device-wide)"),
-    "peak_rss_gib": MetricDef("GiB", "lower", "peak resident host memory of the worker process"),
     "x_vs_sequential": MetricDef(
         "x", "higher", "realtime_factor over the sequential beam-5 setup's (fw-large-v3-fp16-seq)"),
 }
@@ -244,10 +242,10 @@ def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: 
     if probe is not None:
         metrics.update(decoder)
     if sampler is not None:
-        metrics["peak_gpu_mem_gib"] = sampler.peak_bytes / 2**30
+        metrics.update(whisper_memory.peak(ctx.info, sampler.peak_bytes, whisper_memory.NVML_USED))
         ctx.info["memory"] = f"NVML device used memory, max of {sampler.samples} samples every {sampler.interval_s} s"
     elif not on_gpu:
-        metrics["peak_rss_gib"] = whisper_memory.peak_rss_bytes() / 2**30
+        metrics.update(whisper_memory.peak(ctx.info, None))
     return metrics
 
 

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+
+from gpubench.measure import device as measure_device
 
 # CTranslate2 has no float16 kernels on the CPU: the nearest CPU type keeps CPU runs possible.
 CPU_COMPUTE_TYPE = {"float16": "float32", "int8_float16": "int8"}
@@ -45,8 +48,7 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
     import torch
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, pipeline
 
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = measure_device.resolve(device)
     if config.cpu_threads:
         torch.set_num_threads(config.cpu_threads)
     # fp16 matmuls on a CPU are slow or missing: CPU runs compute in fp32.
@@ -105,15 +107,13 @@ def decoder_bandwidth(model, transcribe, audio, device: str) -> dict:
     encoder's 1500 frames and its self-attention KV so far, gpubench/measure/bandwidth.py) over their summed time."""
     import time
 
-    import torch
-
     from gpubench.measure import bandwidth
 
     decoder, config = model.model.decoder, model.config
     weight_bytes = sum(p.numel() * p.element_size() for p in decoder.parameters())
     dtype_bytes = next(decoder.parameters()).element_size()
     kv_per_token = bandwidth.kv_bytes_per_token(config.decoder_layers, 1, config.d_model, dtype_bytes)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    sync = functools.partial(measure_device.synchronize, device)
     steps = {"bytes": 0.0, "seconds": 0.0, "calls": 0, "rows": 0}
 
     def before(module, args, kwargs):
