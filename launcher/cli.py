@@ -135,10 +135,14 @@ def first_matmul_cmd(**opts):
 @click.option("--sweep-id", help="Name the sweep (default: the plan's name and a hash of its cells).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the jobs' non-record output.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines records on stdout even on a terminal.")
+@click.option("--slurm-python", metavar="PATH", help="A plan with a [slurm] table: the job's gpubench is this Python"
+                                                     " environment on the nodes (instead of the plan's way).")
 def sweep_cmd(plan, as_json, **opts):
     """Run a plan: each workload (with its `gpubench run` arguments) on each GPU type, as parallel jobs
-    under the plan's max_usd. The same call again resumes: only cells without complete results run."""
-    _need_sdk()
+    under the plan's max_usd (or, with a [slurm] table, as batch jobs on that cluster).
+    The same call again resumes: only cells without complete results run."""
+    if not _plan_has_slurm(plan):
+        _need_sdk()
     _records_on_terminal(as_json)
     from gpubench.launcher.sweep import SweepOptions, sweep
 
@@ -221,6 +225,17 @@ def _need_sdk(ssh: bool = False) -> None:
         require("launch", "gpubench-launch", ("runcrate", "asyncssh") if ssh else ("runcrate",))
     except MissingExtra as exc:
         raise LaunchError(str(exc)) from None
+
+
+def _plan_has_slurm(plan: str) -> bool:
+    """A plan for a Slurm cluster needs no Runcrate SDK (the plan itself is read and checked by the sweep)."""
+    import tomllib
+
+    try:
+        with open(plan, "rb") as f:
+            return "slurm" in tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
 
 
 def _records_on_terminal(as_json: bool) -> None:

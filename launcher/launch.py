@@ -117,7 +117,7 @@ def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment:
         image=o.image or spec.image,
         command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
                                                               o.weights)),
-        max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
+        max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes, o.smoke),
         runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
         capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
         store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
@@ -164,6 +164,10 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
             from gpubench.launcher.instance import InstanceRun
 
             runners += [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
+        elif plan.via == "slurm":
+            from gpubench.launcher.slurm_job import SlurmRun
+
+            runners += [SlurmRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
         else:
             from gpubench.launcher.jobs import JobRun
 
