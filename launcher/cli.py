@@ -83,6 +83,11 @@ def launch_options(study: bool = False):
                 click.option("--price", type=click.FloatRange(min=0, min_open=True), metavar="USD_PER_HOUR",
                              help="Hourly price for the cost metrics and estimates, instead of the rate of the"
                                   " instance type (as `gpubench run --price`)."),
+                click.option("--slurm", metavar="CLUSTER.toml",
+                             help="Run as Slurm batch jobs, one per --gpu, on the partitions this file's [slurm]"
+                                  " table maps the GPU names to (README: Your own cluster)."),
+                click.option("--slurm-python", metavar="PATH",
+                             help="With --slurm: the job's gpubench is this Python environment on the nodes."),
             ]
         for option in reversed(options):
             f = option(f)
@@ -106,7 +111,8 @@ def cli():
 @launch_options()
 def run_cmd(workload, **opts):
     """Run WORKLOAD (a catalog name) on Runcrate: `gpubench-launch WORKLOAD --gpu L40S`."""
-    _need_sdk(ssh=opts.get("via") == "instance")
+    if not opts.get("slurm"):
+        _need_sdk(ssh=opts.get("via") == "instance")
     _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 

@@ -38,6 +38,8 @@ class LaunchOptions:
     overrides: tuple[str, ...] = ()  # --set, passed through to the job's `gpubench run`
     weights: str | None = None  # --weights, passed through
     price: float | None = None  # --price: the hourly rate for cost metrics, instead of /instances/types'
+    slurm: str | None = None  # --slurm CLUSTER.toml: batch jobs on that cluster instead (slurm_launch.py)
+    slurm_python: str | None = None
 
 
 def launch(options: LaunchOptions) -> int:
@@ -77,6 +79,10 @@ async def _launch(o: LaunchOptions) -> int:
         from gpubench.launcher.run_check import check_run_command
 
         check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
+    if o.slurm:
+        from gpubench.launcher.slurm_launch import launch_on_slurm
+
+        return await launch_on_slurm(o, spec, setups, store, pace, redact)
 
     client = make_client()
     try:

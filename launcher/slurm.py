@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpubench.launcher.errors import LaunchError
 
 TIMEOUT_S = float(os.environ.get("GPUBENCH_SLURM_TIMEOUT_S", "30"))
-_FIELDS = ("%i", "%T", "%r", "%P", "%N", "%M", "%j", "%k")  # the comment last: it may hold any text
+_FIELDS = ("%i", "%T", "%r", "%P", "%N", "%M", "%j", "%o", "%k")  # the comment last: it may hold any text
 LIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING",
         "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "REQUEUE_FED", "REQUEUE_HOLD")
 
@@ -36,6 +36,7 @@ class SlurmJob:
     nodes: str
     elapsed: str
     name: str
+    script: str  # its batch script's path (squeue's "command")
     comment: str
 
     @property

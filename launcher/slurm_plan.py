@@ -199,6 +199,15 @@ def batch_for(plan, run, store) -> BatchJob:
                      store.url if store else None, plan.extra_tags)
 
 
+def describe_batch(plan, run, store) -> list[str]:
+    """What --dry-run prints of one run's batch job: its sbatch options, its command, what it waits for."""
+    batch = batch_for(plan, run, store)
+    gpu = plan.slurm.gpu(run.candidates[0].requested)
+    request = " ".join(gpu.request(run.candidates[0].count)[1:]) or "a node"
+    return [f"  sbatch {' '.join(batch.options)}", f"  runs   {' '.join(batch.command)}",
+            f"  waits  for {request} in partition {gpu.partition}, then up to {plan.max_runtime_minutes} min"]
+
+
 COMMENT_PREFIX = "gpubench"
 
 

@@ -6,10 +6,19 @@ launcher left are found by their comment in `squeue` (which lists ended jobs for
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpubench.launcher import slurm
 from gpubench.launcher.errors import LaunchError
 from gpubench.launcher.plan import GpuChoice
-from gpubench.launcher.slurm_plan import SlurmConfig, batch_for, comment_fields, parse_slurm, time_limit_minutes
+from gpubench.launcher.slurm_plan import (
+    SIDE_DIR,
+    SlurmConfig,
+    comment_fields,
+    describe_batch,
+    parse_slurm,
+    time_limit_minutes,
+)
 
 
 def slurm_config(plan, python: str | None) -> SlurmConfig | None:
@@ -76,10 +85,12 @@ def left_behind(sweep_id: str, stored: set[str]) -> dict[str, list[slurm.SlurmJo
 
 def adopt(cells, left: dict[str, list[slurm.SlurmJob]]) -> None:
     """A pending cell with a job an earlier call left, live or completed, follows it (the newest) rather than
-    submitting again; one that failed, timed out or was cancelled is submitted again."""
+    submitting again; one that failed, timed out or was cancelled is submitted again. Only jobs whose batch script
+    lies under this call's results folder: their output is where this call reads it."""
     for c in cells:
-        jobs = sorted((j for j in left.get(c.path, []) if j.live or j.state == "COMPLETED"),
-                      key=lambda j: int(j.job_id))
+        side = Path(c.launch.results_dir).resolve() / SIDE_DIR
+        jobs = sorted((j for j in left.get(c.path, []) if (j.live or j.state == "COMPLETED")
+                       and Path(j.script).parent.parent == side), key=lambda j: int(j.job_id))
         if c.state == "pending" and jobs:
             c.adopt, c.state = jobs[-1], "follow"
             c.run.run_id = c.run_id = comment_fields(c.adopt.comment)["run"]
@@ -111,15 +122,10 @@ def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, s
             worst += gpu_hours(c)
     console.print(table)
     for c in cells:
-        if not c.to_launch:
-            continue
-        batch = batch_for(c.launch, c.run, stores.get(c.path))
-        gpu = slurm_cfg.gpu(c.run.candidates[0].requested)
-        console.print(f"{c.cell.label} on {gpu.name}:", markup=False)
-        console.print("  sbatch " + " ".join(batch.options), markup=False)
-        console.print("  runs   " + " ".join(batch.command), markup=False)
-        console.print(f"  waits  for {' '.join(gpu.request(c.run.candidates[0].count)[1:]) or 'a node'} in partition"
-                      f" {gpu.partition}, then up to {c.launch.max_runtime_minutes} min", markup=False)
+        if c.to_launch:
+            console.print(f"{c.cell.label} on {c.run.candidates[0].requested}:", markup=False)
+            for line in describe_batch(c.launch, c.run, stores.get(c.path)):
+                console.print(line, markup=False)
     launching = sum(c.to_launch for c in cells)
     cap = f"; max_gpu_hours {slurm_cfg.max_gpu_hours:g}" if slurm_cfg.max_gpu_hours is not None else ""
     used = f", plus {spent_hours:.2f} used by stored runs" if spent_hours else ""

@@ -39,9 +39,9 @@ def slurm():
 def plan_text(name: str, cells: list[tuple[str, list[str], list[str]]], gpus: dict[str, str] | None = None,
               extra: str = "") -> str:
     """A plan named `name` (each test its own: a sweep's jobs are found again by the sweep id in their comment)."""
-    lines = [f"name = {json.dumps(name)}", "[slurm]", f"python = {json.dumps(PYTHON)}", "time_margin_minutes = 10", extra,
-             "[slurm.gpus]"]
-    lines += [f"{name} = {{ {entry} }}" for name, entry in (gpus or GPUS).items()]
+    lines = [f"name = {json.dumps(name)}", "[slurm]", f"python = {json.dumps(PYTHON)}", "time_margin_minutes = 10",
+             extra, "[slurm.gpus]"]
+    lines += [f"{gpu} = {{ {entry} }}" for gpu, entry in (gpus or GPUS).items()]
     for workload, names, args in cells:
         lines += ["[[cell]]", f"workload = {json.dumps(workload)}", f"gpus = {json.dumps(names)}",
                   f"args = {json.dumps(args)}"]

@@ -25,6 +25,8 @@ from slurm_support import (
 
 from gpubench import exit_codes
 
+PID = os.getpid()  # in each plan's name: a sweep's jobs are found by its id, and squeue keeps ended ones a while
+
 __all__ = ["slurm"]
 
 
@@ -42,20 +44,21 @@ def _running_with_a_result(cluster, name: str, root, count: int) -> bool:
 
 
 def test_killed_launcher_then_resumed(slurm, tmp_path):
-    plan = write_plan(tmp_path, plan_text("killed", [("train-compile", ["H100", "L40S"], SLOW_TRAIN)]))
+    plan = write_plan(tmp_path, plan_text(f"killed{PID}", [("train-compile", ["H100", "L40S"], SLOW_TRAIN)]))
     root = tmp_path / "gpubench-results"
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
     try:
-        wait_for(lambda: _running_with_a_result(slurm, "killed", root, 2), what="both jobs running, each with a result")
+        wait_for(lambda: _running_with_a_result(slurm, f"killed{PID}", root, 2),
+                 what="both jobs running, each with a result")
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
-    first = {j["id"] for j in sweep_jobs(slurm, "killed")}
-    assert len(live(sweep_jobs(slurm, "killed"))) == 2  # the jobs run on without a launcher
+    first = {j["id"] for j in sweep_jobs(slurm, f"killed{PID}")}
+    assert len(live(sweep_jobs(slurm, f"killed{PID}"))) == 2  # the jobs run on without a launcher
 
     resumed = launcher(["sweep", plan], slurm, tmp_path)
     assert resumed.code == exit_codes.OK, resumed.stderr
-    assert {j["id"] for j in sweep_jobs(slurm, "killed")} == first  # followed, not submitted again
+    assert {j["id"] for j in sweep_jobs(slurm, f"killed{PID}")} == first  # followed, not submitted again
     assert resumed.stderr.count("followed again") == 2
     folders = run_folders(root)
     assert len(folders) == 2
@@ -69,13 +72,13 @@ def test_killed_launcher_then_resumed(slurm, tmp_path):
 
 
 def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(slurm, tmp_path):
-    plan = write_plan(tmp_path, plan_text("ctrlc", [("train-compile", ["H100", "L40S"], SLOW_TRAIN),
+    plan = write_plan(tmp_path, plan_text(f"ctrlc{PID}", [("train-compile", ["H100", "L40S"], SLOW_TRAIN),
                                                      ("train-compile", ["H100"], TRAIN)]))
     root = tmp_path / "gpubench-results"
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
     try:
         # Two jobs running with a result each; the third waits behind them for the H100 gres.
-        wait_for(lambda: len(sweep_jobs(slurm, "ctrlc")) == 3 and len(
+        wait_for(lambda: len(sweep_jobs(slurm, f"ctrlc{PID}")) == 3 and len(
             [f for f in root.glob("*/*/*/*/*/results.jsonl") if any(r["kind"] == "result" for r in _results(f.parent))]
         ) >= 2, what="two jobs with a result")
         proc.send_signal(signal.SIGINT)
@@ -84,12 +87,12 @@ def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(slurm, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == exit_codes.INTERRUPTED, err
-    assert live(sweep_jobs(slurm, "ctrlc")) == []  # nothing left running or waiting
-    states = sorted(j["state"] for j in sweep_jobs(slurm, "ctrlc"))
+    assert live(sweep_jobs(slurm, f"ctrlc{PID}")) == []  # nothing left running or waiting
+    states = sorted(j["state"] for j in sweep_jobs(slurm, f"ctrlc{PID}"))
     assert states.count("CANCELLED") >= 1, states
     measured = [f for f in run_folders(root).values() if any(r["kind"] == "result" for r in _results(f))]
     assert len(measured) >= 2
     for folder in measured:  # the run inside got SIGINT: it recorded that it was interrupted, and what it measured
         assert finished(folder) == "interrupted"
-    summary = json.loads(next(root.glob("ctrlc-*/sweep.json")).read_text())
+    summary = json.loads(next(root.glob(f"ctrlc{PID}-*/sweep.json")).read_text())
     assert {c["state"] for c in summary["cells"]} <= {"interrupted", "done"}
