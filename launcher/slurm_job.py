@@ -21,6 +21,7 @@ from gpubench.launcher.plan import RunPlan
 from gpubench.launcher.results import RunFolder, RunOutcome
 from gpubench.launcher.slurm_plan import BatchJob, batch_for
 from gpubench.run.ingest import LineAssembler
+from gpubench.schema import SetupResult
 
 ENDED_OK = "COMPLETED"
 
@@ -64,7 +65,8 @@ class SlurmRun:
         self.state: slurm.SlurmJob | None = None
         self.stopped_by: str | None = None
         self.cancel_confirmed: bool | None = None
-        self.submitted_at: float | None = None
+        self.submitted_at: float | None = None  # monotonic, when this call submitted it (None when followed again)
+        self.times: dict[str, float] = {}  # submit -> running -> first ok result (first-matmul's whole question)
         self.notes: list[str] = []
 
     @property
@@ -90,13 +92,13 @@ class SlurmRun:
             except slurm.SlurmError as exc:
                 self.view.update(self.run_id, status="refused")
                 return RunOutcome(self.run_id, errors.BAD_INPUT, "refused", message=str(exc), launched=False)
-            self.submitted_at = time.time()
+            self.submitted_at = time.monotonic()
         (batch.side / "job_id").write_text(self.job_id + "\n")
         self.launch.live[self.run_id] = f"slurm job {self.job_id}"
         gpu = plan.slurm.gpu(self.run.candidates[0].requested)
         self.view.say(self.run_id, f"slurm job {self.job_id} {'followed again' if self.adopt else 'submitted'} "
                                    f"(partition {gpu.partition}, {plan.slurm.way})")
-        follower = OutputFollower(batch.output(self.job_id), folder.feed)
+        follower = OutputFollower(batch.output(self.job_id), lambda line: self._timed(folder.feed(line)))
         try:
             await self.follow_until_end(follower, batch)
         except BaseException:
@@ -134,6 +136,11 @@ class SlurmRun:
             with contextlib.suppress(asyncio.CancelledError):
                 await interrupt
 
+    def _timed(self, record) -> None:
+        if (self.submitted_at is not None and isinstance(record, SetupResult) and record.status == "ok"
+                and "submit_to_first_result_s" not in self.times):
+            self.times["submit_to_first_result_s"] = round(time.monotonic() - self.submitted_at, 3)
+
     async def poll(self, batch: BatchJob) -> bool:
         """Read the job's state from the controller; whether it ended."""
         try:
@@ -144,6 +151,8 @@ class SlurmRun:
         if state is None:  # the controller forgot it (ended over MinJobAge ago): the job's exit file says
             return batch.exit_file(self.job_id).exists()
         self.state = state
+        if self.submitted_at is not None and state.state == "RUNNING" and "submit_to_running_s" not in self.times:
+            self.times["submit_to_running_s"] = round(time.monotonic() - self.submitted_at, 3)
         self.view.update(self.run_id, status=state.status, obtained=state.nodes if state.state != "PENDING" else "")
         return not state.live
 
@@ -226,6 +235,7 @@ class SlurmRun:
             "stopped_by": self.stopped_by,
             "cancel_confirmed": self.cancel_confirmed,
             "cost_usd": 0.0,
+            "timings": self.times,  # seen by this call, at its polling interval (none for a job followed again)
         }
 
     def exit_code(self, folder: RunFolder, facts: dict[str, Any]) -> int:

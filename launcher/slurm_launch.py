@@ -73,7 +73,7 @@ def _print(plan, cluster: SlurmConfig, store, checked: str | None) -> None:
     for run in plan.runs:
         console.print(f"{run.run_id} on {run.candidates[0].requested}:", markup=False)
         for line in describe_batch(plan, run, store):
-            console.print(line, markup=False)
+            console.print(line, markup=False, soft_wrap=True)  # whole lines: commands to copy
     if checked:
         console.print(checked, markup=False)
     console.print("dry run: nothing was submitted", markup=False)

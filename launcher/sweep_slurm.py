@@ -125,7 +125,7 @@ def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, s
         if c.to_launch:
             console.print(f"{c.cell.label} on {c.run.candidates[0].requested}:", markup=False)
             for line in describe_batch(c.launch, c.run, stores.get(c.path)):
-                console.print(line, markup=False)
+                console.print(line, markup=False, soft_wrap=True)  # whole lines: commands to copy
     launching = sum(c.to_launch for c in cells)
     cap = f"; max_gpu_hours {slurm_cfg.max_gpu_hours:g}" if slurm_cfg.max_gpu_hours is not None else ""
     used = f", plus {spent_hours:.2f} used by stored runs" if spent_hours else ""

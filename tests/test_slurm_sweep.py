@@ -131,3 +131,14 @@ def test_gpu_hours_cap(slurm, tmp_path):
     assert result.code == exit_codes.BAD_INPUT
     assert "worst case 0.40 GPU-hours" in result.stderr and "max_gpu_hours 0.3" in result.stderr
     assert sweep_jobs(slurm, f"capped{PID}") == []
+
+
+def test_first_matmul_is_swept_submit_to_first_matmul(slurm, tmp_path):
+    """A study that runs on instances on Runcrate is a batch job here: job.json times submit -> running -> matmul."""
+    plan = write_plan(tmp_path, plan_text(f"matmul{PID}", [("first-matmul", ["L40S"], ["--smoke"])]))
+    result = launcher(["sweep", plan], slurm, tmp_path)
+    assert result.code == exit_codes.OK, result.stderr
+    [folder] = run_folders(tmp_path / "gpubench-results").values()
+    assert finished(folder) == "ok"
+    times = json.loads((folder / "job.json").read_text())["timings"]
+    assert 0 < times["submit_to_running_s"] < times["submit_to_first_result_s"]
