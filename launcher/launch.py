@@ -97,11 +97,7 @@ async def _launch(o: LaunchOptions) -> int:
 
             print_plan(plan)
             return errors.OK
-        if store is not None:
-            try:
-                await asyncio.to_thread(store.check_writable, plan.runs[0].run_id)
-            except StoreError as exc:
-                raise LaunchError(redact(str(exc))) from None
+        await check_store(store, plan.runs[0].run_id, redact)
         if via != "instance":
             return await run_plan(client, plan, pace, redact, store, o.verbose)
         # Instance calls are retried by the launcher itself, which counts the failures it meets.
@@ -112,6 +108,18 @@ async def _launch(o: LaunchOptions) -> int:
             await counted.close()
     finally:
         await client.close()
+
+
+async def check_store(store, run_id: str, redact: Redactor) -> None:
+    """The store takes a real write before anything is launched (no store: nothing to check)."""
+    from gpubench.stores import StoreError
+
+    if store is None:
+        return
+    try:
+        await asyncio.to_thread(store.check_writable, run_id)
+    except StoreError as exc:
+        raise LaunchError(redact(str(exc))) from None
 
 
 def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment: str | None, store):

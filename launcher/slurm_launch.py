@@ -27,7 +27,7 @@ def load_cluster(path: str, python: str | None) -> SlurmConfig:
 
 
 async def launch_on_slurm(o, spec, setups, store, pace, redact) -> int:
-    from gpubench.launcher.launch import build_plan, run_plan
+    from gpubench.launcher.launch import build_plan, check_store, run_plan
     from gpubench.launcher.sweep_slurm import attach, check_partitions, gpu_choice
 
     cluster = load_cluster(o.slurm, o.slurm_python)
@@ -47,13 +47,7 @@ async def launch_on_slurm(o, spec, setups, store, pace, redact) -> int:
     if o.dry_run:
         _print(plan, cluster, store, checked)
         return errors.OK
-    if store is not None:
-        from gpubench.stores import StoreError
-
-        try:
-            await asyncio.to_thread(store.check_writable, plan.runs[0].run_id)
-        except StoreError as exc:
-            raise LaunchError(redact(str(exc))) from None
+    await check_store(store, plan.runs[0].run_id, redact)
     return await run_plan(None, plan, pace, redact, store, o.verbose)
 
 

@@ -71,7 +71,7 @@ def sweep(o: SweepOptions) -> int:
 
 async def _sweep(o: SweepOptions) -> int:
     from gpubench.launcher import sweep_slurm
-    from gpubench.launcher.launch import LaunchOptions, build_plan, fetch_types, run_launches
+    from gpubench.launcher.launch import LaunchOptions, build_plan, check_store, fetch_types, run_launches
     from gpubench.launcher.pace import Pace
     from gpubench.launcher.plan import GpuChoice, resolve_gpu, resolve_workload
     from gpubench.launcher.progress import ProgressView
@@ -159,11 +159,7 @@ async def _sweep(o: SweepOptions) -> int:
                 view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
         outcomes = []
         if todo:
-            if store is not None:
-                try:
-                    await asyncio.to_thread(where.cell_store(todo[0].path).check_writable, todo[0].run.run_id)
-                except StoreError as exc:
-                    raise LaunchError(redact(str(exc))) from None
+            await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
             for c in todo:
                 if c.adopt is not None:  # the killed launcher's partial folder: the job's log is read again
                     shutil.rmtree(Path(c.launch.results_dir) / c.run.run_id, ignore_errors=True)
@@ -186,10 +182,11 @@ async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepS
                        attempts: list[Attempt], cluster, pace, redact, checked: str | None) -> int:
     """The rest of a [slurm] sweep: its cap in GPU-hours, its left-behind jobs from squeue, then the run itself."""
     from gpubench.launcher import sweep_slurm
-    from gpubench.launcher.launch import run_launches
+    from gpubench.launcher.launch import check_store, run_launches
     from gpubench.launcher.progress import ProgressView
-    from gpubench.stores import StoreError
 
+    for c in cells:
+        c.cost_usd = None  # an owned cluster's jobs cost no dollars here; GPU-hours are in each job.json
     spent = sum(a.gpu_hours for a in attempts)
     worst = sum(sweep_slurm.gpu_hours(c) for c in cells if c.to_launch)
     over = sweep_slurm.over_gpu_hours(cluster, worst, spent)
@@ -212,11 +209,7 @@ async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepS
             view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.note}")
     outcomes = []
     if todo:
-        if where.s3 is not None:
-            try:
-                await asyncio.to_thread(where.cell_store(todo[0].path).check_writable, todo[0].run.run_id)
-            except StoreError as exc:
-                raise LaunchError(redact(str(exc))) from None
+        await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
         outcomes = await run_launches(None, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
                                       adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None})
         view.summary(outcomes)
@@ -370,8 +363,7 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
     costs = "costs unknown" if offline else f"expected ${expected_total:.2f}, at most ${worst_total:.2f}" + (
         f", plus ${spent:.2f} spent by stored runs" if spent else "")
     console.print(f"to launch     {launching} of {len(cells)} cells: {costs}; max_usd ${plan.max_usd:g}", markup=False)
-    console.print("exp. $        the expected minutes of what the cell runs (its smoke run for --smoke), cheapest"
-                  " region",
+    console.print("exp. $        expected minutes of the run (smoke for --smoke), cheapest region",
                   markup=False)
     console.print("max $         the safety net at the dearest region: what max_usd must cover", markup=False)
     if offline:

@@ -7,12 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import slurm_cluster
+from test_launch_support import Result
 
 BIN = Path(sys.executable).parent
 PYTHON = str(BIN / "python")  # the worktree's venv: the nodes' Python environment (the node is this machine)
@@ -59,16 +58,6 @@ def env(cluster, extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**clean, **cluster.env(), "GPUBENCH_POLL_S": "0.5", **(extra or {})}
 
 
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    def records(self) -> list[dict]:
-        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
-
-
 def launcher(args: list[str], cluster, cwd: Path, extra: dict[str, str] | None = None, timeout: float = 600) -> Result:
     done = subprocess.run([str(BIN / "gpubench-launch"), *args], cwd=cwd, env=env(cluster, extra), text=True,
                           capture_output=True, timeout=timeout)
@@ -96,17 +85,6 @@ def live(jobs: list[dict[str, str]]) -> list[dict[str, str]]:
     return [j for j in jobs if j["state"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
 
 
-def wait_for(probe, timeout_s: float = 300.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.3)
-
-
 def run_folders(root: Path) -> dict[str, Path]:
     """{'<workload>/<gpu>/<args key>/<run id>': folder} of every run folder a sweep wrote under root/<sweep id>."""
     found = {}
@@ -123,3 +101,14 @@ def finished(folder: Path) -> str | None:
         if record["kind"] == "run_finished":
             status = record["status"]
     return status
+
+
+def slowly(probe, gap_s: float = 0.5):
+    """`probe` for test_launch_support.wait_for, asked at most every gap_s (each asks the controller: squeue)."""
+    import time
+
+    def paced():
+        time.sleep(gap_s)
+        return probe()
+
+    return paced

@@ -17,11 +17,12 @@ from slurm_support import (
     live,
     plan_text,
     run_folders,
+    slowly,
     slurm,
     sweep_jobs,
-    wait_for,
     write_plan,
 )
+from test_launch_support import wait_for
 
 from gpubench import exit_codes
 
@@ -48,7 +49,7 @@ def test_killed_launcher_then_resumed(slurm, tmp_path):
     root = tmp_path / "gpubench-results"
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
     try:
-        wait_for(lambda: _running_with_a_result(slurm, f"killed{PID}", root, 2),
+        wait_for(slowly(lambda: _running_with_a_result(slurm, f"killed{PID}", root, 2)), timeout_s=300,
                  what="both jobs running, each with a result")
     finally:
         os.kill(proc.pid, signal.SIGKILL)
@@ -78,9 +79,9 @@ def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(slurm, tmp_path):
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
     try:
         # Two jobs running with a result each; the third waits behind them for the H100 gres.
-        wait_for(lambda: len(sweep_jobs(slurm, f"ctrlc{PID}")) == 3 and len(
+        wait_for(slowly(lambda: len(sweep_jobs(slurm, f"ctrlc{PID}")) == 3 and len(
             [f for f in root.glob("*/*/*/*/*/results.jsonl") if any(r["kind"] == "result" for r in _results(f.parent))]
-        ) >= 2, what="two jobs with a result")
+        ) >= 2), timeout_s=300, what="two jobs with a result")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)
     finally:

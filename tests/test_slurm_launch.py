@@ -52,3 +52,14 @@ def test_dry_run_shows_the_pyxis_job(slurm, tmp_path):
     assert "waits for --gres=gpu:h100:1 in partition h100, then up to 5 min" in out
     assert "dry run: nothing was submitted" in out
     assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_dry_run_shows_the_apptainer_job(slurm, tmp_path):
+    cluster = _cluster_file(tmp_path, 'container = "apptainer"')
+    result = launcher(["embed", "--slurm", cluster, "--gpu", "L40S", "--smoke", "--dry-run"], slurm, tmp_path)
+    assert result.code == exit_codes.OK, result.stderr
+    out = " ".join(result.stdout.split())
+    results = str((tmp_path / "gpubench-results").resolve())
+    assert (f"runs srun --ntasks=1 apptainer exec --nv --bind {results} docker://ghcr.io/gpubench/embed:{__version__}"
+            f" gpubench run embed --smoke --results-dir {results}") in out
+    assert "--partition=l40s --gres=gpu:l40s:1" in out
