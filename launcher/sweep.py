@@ -100,6 +100,10 @@ async def _sweep(o: SweepOptions) -> int:
         cells: list[PlannedCell] = []
         for cell in plan.cells:
             spec = resolve_workload(cell.workload)
+            # first-matmul times an instance's launch on Runcrate, as `gpubench-launch first-matmul` does; on a
+            # cluster every study is a batch job.
+            via = "instance" if spec.via == "instance" and not cluster else "job"
+            deployment, study = ("container", spec.name) if via == "instance" else (None, None)
             if offline:
                 choice = GpuChoice(requested=cell.gpu, gpu_type=cell.gpu, count=spec.gpu_count, rows=())
             elif cluster:
@@ -109,17 +113,17 @@ async def _sweep(o: SweepOptions) -> int:
                     raise LaunchError(f"{cell.label}: {exc}") from None
             else:
                 try:
-                    choice = await resolve_gpu(client, cell.gpu, types, spec.gpu_count)
+                    choice = await resolve_gpu(client, cell.gpu, types, spec.gpu_count, deployment)
                 except LaunchError as exc:
                     raise LaunchError(f"plan {o.plan}: {cell.label}: {exc}") from None
             path = f"{spec.name}/{choice.wire.replace(':', 'x')}/{cell.args_key}"
             options = LaunchOptions(
-                workload=spec.name, gpus=(cell.gpu,), each=True, via="job", smoke=cell.smoke,
+                workload=spec.name, gpus=(cell.gpu,), each=True, via=via, study=study, smoke=cell.smoke,
                 setups=",".join(cell.setups) if cell.setups else None, repeats=cell.repeats,
                 overrides=cell.overrides, weights=cell.weights, results_dir=str(where.root / path),
                 capacity_wait=plan.capacity_wait_minutes, max_runtime_minutes=plan.max_runtime_minutes,
             )
-            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, "job", [choice], None,
+            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, via, [choice], deployment,
                                 where.cell_store(path))
             launch.extra_tags = {"gpubench_sweep": sweep_id, "gpubench_cell": path}
             if cluster:

@@ -120,7 +120,7 @@ def load_plan(path: str | Path) -> Plan:
         raise LaunchError(f"{where}: write cells as [[cell]] tables")
     cells: list[Cell] = []
     for n, table in enumerate(tables, 1):
-        cells += _cells(table, f"{where}, cell {n}", on_slurm="slurm" in data)
+        cells += _cells(table, f"{where}, cell {n}")
     if not cells:
         raise LaunchError(f"{where}: the matrix is empty: add [[cell]] tables with a workload and gpus")
     seen = set()
@@ -133,7 +133,7 @@ def load_plan(path: str | Path) -> Plan:
                 capacity_wait_minutes=wait, max_runtime_minutes=runtime, source=str(path), slurm=data.get("slurm"))
 
 
-def _cells(table, where: str, on_slurm: bool = False) -> list[Cell]:
+def _cells(table, where: str) -> list[Cell]:
     if not isinstance(table, dict):
         raise LaunchError(f"{where}: write cells as [[cell]] tables")
     unknown = sorted(set(table) - CELL_KEYS)
@@ -146,8 +146,6 @@ def _cells(table, where: str, on_slurm: bool = False) -> list[Cell]:
         spec = resolve_workload(workload)
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
-    if spec.via != "job" and not on_slurm:  # on Slurm every study is a batch job (first-matmul: submit to matmul)
-        raise LaunchError(f"{where}: {workload} runs on instances (gpubench-launch {workload}); sweeps run jobs")
     gpus = table.get("gpus")
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise LaunchError(f"{where}: give gpus = [\"L40S\", ...], one GPU type or more")
