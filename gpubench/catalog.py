@@ -80,6 +80,7 @@ class WorkloadSpec:
     @property
     def energy_basis(self) -> CostBasis | None:
         return self.energy or self.cost
+    smoke_minutes: float = 2.0  # a --smoke run (the same code path on CPU-sized shapes), excluding the image pull
 
     @property
     def implemented(self) -> bool:
@@ -93,7 +94,14 @@ class WorkloadSpec:
     @property
     def max_runtime_minutes(self) -> int:
         """The launcher's default safety net: twice the expected time plus image pull and setup."""
-        return int(self.expected_minutes * 2 + 15)
+        return self.safety_net_minutes(smoke=False)
+
+    def expected(self, smoke: bool) -> float:
+        """The expected minutes of what a run will run: the full study, or its smoke run."""
+        return self.smoke_minutes if smoke else self.expected_minutes
+
+    def safety_net_minutes(self, smoke: bool) -> int:
+        return int(self.expected(smoke) * 2 + 15)
 
 
 WORKLOADS: Registry[WorkloadSpec] = Registry("workload")

@@ -82,6 +82,11 @@ def launch_options(study: bool = False):
                 run_args.option("weights"),
                 run_args.option("price", help="Hourly price for the cost metrics and estimates, instead of the rate"
                                               " of the instance type (as `gpubench run --price`)."),
+                click.option("--slurm", metavar="CLUSTER.toml",
+                             help="Run as Slurm batch jobs, one per --gpu, on the partitions this file's [slurm]"
+                                  " table maps the GPU names to (README: Your own cluster)."),
+                click.option("--slurm-python", metavar="PATH",
+                             help="With --slurm: the job's gpubench is this Python environment on the nodes."),
             ]
         for option in reversed(options):
             f = option(f)
@@ -105,7 +110,8 @@ def cli():
 @launch_options()
 def run_cmd(workload, **opts):
     """Run WORKLOAD (a catalog name) on Runcrate: `gpubench-launch WORKLOAD --gpu L40S`."""
-    _need_sdk(ssh=opts.get("via") == "instance")
+    if not opts.get("slurm"):
+        _need_sdk(ssh=opts.get("via") == "instance")
     _records_on_terminal(opts.pop("as_json"))
     from gpubench.launcher.launch import LaunchOptions, launch
 
@@ -135,10 +141,14 @@ def first_matmul_cmd(**opts):
 @click.option("--sweep-id", help="Name the sweep (default: the plan's name and a hash of its cells).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the jobs' non-record output.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines records on stdout even on a terminal.")
+@click.option("--slurm-python", metavar="PATH", help="A plan with a [slurm] table: the job's gpubench is this Python"
+                                                     " environment on the nodes (instead of the plan's way).")
 def sweep_cmd(plan, as_json, **opts):
     """Run a plan: each workload (with its `gpubench run` arguments) on each GPU type, as parallel jobs
-    under the plan's max_usd. The same call again resumes: only cells without complete results run."""
-    _need_sdk()
+    under the plan's max_usd (or, with a [slurm] table, as batch jobs on that cluster).
+    The same call again resumes: only cells without complete results run."""
+    if not _plan_has_slurm(plan):
+        _need_sdk()
     _records_on_terminal(as_json)
     from gpubench.launcher.sweep import SweepOptions, sweep
 
@@ -225,6 +235,17 @@ def _need_sdk(ssh: bool = False) -> None:
 
 def _results_dir(given: str | None) -> str:
     return given or run_args.default_results_dir()  # the same folder `gpubench run` writes to
+
+
+def _plan_has_slurm(plan: str) -> bool:
+    """A plan for a Slurm cluster needs no Runcrate SDK (the plan itself is read and checked by the sweep)."""
+    import tomllib
+
+    try:
+        with open(plan, "rb") as f:
+            return "slurm" in tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
 
 
 def _records_on_terminal(as_json: bool) -> None:

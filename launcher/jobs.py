@@ -341,6 +341,7 @@ class JobRun:
             return errors.LIMIT_REACHED
         if self.job.status != "succeeded":
             detail = f"exit code {self.job.exit_code}" if self.job.exit_code is not None else (self.job.error or "")
-            self.notes.append(f"job {self.job.status}: {detail}".rstrip(": "))
+            why = folder.error_line()  # the job's own reason, from its output (else only in run.log)
+            self.notes.append(f"job {self.job.status}: {detail}".rstrip(": ") + (f": {why}" if why else ""))
             return errors.JOB_NOT_SUCCEEDED
         return folder.records_code()

@@ -38,6 +38,8 @@ class LaunchOptions:
     overrides: tuple[str, ...] = ()  # --set, passed through to the job's `gpubench run`
     weights: str | None = None  # --weights, passed through
     price: float | None = None  # --price: the hourly rate for cost metrics, instead of /instances/types'
+    slurm: str | None = None  # --slurm CLUSTER.toml: batch jobs on that cluster instead (slurm_launch.py)
+    slurm_python: str | None = None
 
 
 def launch(options: LaunchOptions) -> int:
@@ -76,6 +78,10 @@ async def _launch(o: LaunchOptions) -> int:
         from gpubench.launcher.run_check import check_run_command
 
         check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
+    if o.slurm:
+        from gpubench.launcher.slurm_launch import launch_on_slurm
+
+        return await launch_on_slurm(o, spec, setups, store, pace, redact)
 
     client = make_client()
     try:
@@ -92,11 +98,7 @@ async def _launch(o: LaunchOptions) -> int:
 
             print_plan(plan)
             return errors.OK
-        if store is not None:
-            try:
-                await asyncio.to_thread(store.check_writable, plan.runs[0].run_id)
-            except StoreError as exc:
-                raise LaunchError(redact(str(exc))) from None
+        await check_store(store, plan.runs[0].run_id, redact)
         if via != "instance":
             return await run_plan(client, plan, pace, redact, store, o.verbose)
         # Instance calls are retried by the launcher itself, which counts the failures it meets.
@@ -109,6 +111,18 @@ async def _launch(o: LaunchOptions) -> int:
         await client.close()
 
 
+async def check_store(store, run_id: str, redact: Redactor) -> None:
+    """The store takes a real write before anything is launched (no store: nothing to check)."""
+    from gpubench.stores import StoreError
+
+    if store is None:
+        return
+    try:
+        await asyncio.to_thread(store.check_writable, run_id)
+    except StoreError as exc:
+        raise LaunchError(redact(str(exc))) from None
+
+
 def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment: str | None, store):
     """The plan of one launch (one run per GPU with --each, else one run): what `--dry-run` prints."""
     from gpubench.launcher.plan import LaunchPlan, new_runs, run_command, safety_net_minutes
@@ -118,7 +132,7 @@ def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment:
         image=o.image or spec.image,
         command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
                                                               o.weights)),
-        max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes),
+        max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes, o.smoke),
         runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
         capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
         store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
@@ -165,6 +179,10 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
             from gpubench.launcher.instance import InstanceRun
 
             runners += [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
+        elif plan.via == "slurm":
+            from gpubench.launcher.slurm_job import SlurmRun
+
+            runners += [SlurmRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
         else:
             from gpubench.launcher.jobs import JobRun
 

@@ -234,10 +234,11 @@ class LaunchPlan:
     template: str | None = None  # instance path: the Runcrate template to boot
     price_override: float | None = None  # --price: the hourly rate for cost metrics and estimates
     extra_tags: dict[str, str] = field(default_factory=dict)  # a sweep's: which sweep and cell a job is
+    slurm: Any = None  # via "slurm": the cluster (slurm_plan.SlurmConfig) the run is a batch job on
 
     @property
     def launcher_name(self) -> str:
-        return f"runcrate-{self.via}"
+        return "slurm" if self.via == "slurm" else f"runcrate-{self.via}"
 
     def env_for(self, run: RunPlan) -> dict[str, str]:
         env = {
@@ -320,7 +321,7 @@ class LaunchPlan:
     def expected_cost(self, run: RunPlan) -> float | None:
         """The expected run at the first candidate's cheapest region (or --price)."""
         price = self.price_override or (run.candidates[0].price if run.candidates else None)
-        return None if price is None else price * self.workload.expected_minutes / 60.0
+        return None if price is None else price * self.workload.expected(self.smoke) / 60.0
 
     def worst_cost(self, run: RunPlan) -> float | None:
         """The safety net's whole runtime at the dearest rate any candidate has in any region."""
@@ -355,10 +356,11 @@ class LaunchPlan:
         return facts
 
 
-def safety_net_minutes(spec: WorkloadSpec, max_minutes: float | None, override: int | None) -> int:
+def safety_net_minutes(spec: WorkloadSpec, max_minutes: float | None, override: int | None,
+                       smoke: bool = False) -> int:
     """The job's max_runtime_minutes: always set. The workload's default, or the user's, and never
     far above --max-minutes, so a lost launcher still stops close to the user's limit."""
-    minutes = override if override is not None else spec.max_runtime_minutes
+    minutes = override if override is not None else spec.safety_net_minutes(smoke)
     if max_minutes is not None:
         minutes = min(minutes, math.ceil(max_minutes) + 2)
     return max(1, min(10080, minutes))

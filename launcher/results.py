@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from gpubench.launcher import errors
 from gpubench.launcher.progress import ProgressView, format_metrics, stdout_sink
@@ -36,13 +38,19 @@ class RunOutcome:
 
 class RunFolder:
     def __init__(self, results_dir: str, run_id: str, config: dict[str, Any], view: ProgressView,
-                 redact: Redactor):
+                 redact: Redactor, mirror: bool = False):
+        """mirror: the job writes this folder itself (a Slurm job, on the shared filesystem); the launcher's
+        reading of its output only echoes the records and drives the view, and adds job.json at the end."""
         self.run_id = run_id
         self.view = view
         self.redact = redact
-        self.dir = RunDir.create(results_dir, run_id, echo=stdout_sink())
-        self.dir.write_config(config)
+        if mirror:
+            self.dir = MirrorDir(Path(results_dir) / run_id, stdout_sink())
+        else:
+            self.dir = RunDir.create(results_dir, run_id, echo=stdout_sink())
+            self.dir.write_config(config)
         self.stream = RecordStream(self.dir, on_record=lambda record: view.record(run_id, record))
+        self.text: deque[str] = deque(maxlen=50)  # the last lines that were not records: where a failure says why
         self._closed = False
 
     @property
@@ -55,9 +63,22 @@ class RunFolder:
         record = self.stream.feed(line)
         if record is None:
             self.view.line(self.run_id, line)
+            if line.strip():
+                self.text.append(line.strip())
         return record
 
+    def error_line(self) -> str | None:
+        """The job's own one-line reason for failing: gpubench's `error:` line, else the last error-like line
+        (a traceback's last line), else its last line of text."""
+        lines = list(self.text)
+        for pick in (lambda ln: "gpubench: error:" in ln, lambda ln: "error" in ln.lower(), lambda ln: True):
+            found = [ln for ln in lines if pick(ln)]
+            if found:
+                return found[-1][:300]
+        return None
+
     def write_facts(self, facts: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)  # a mirrored job that never started has no folder
         text = json.dumps(facts, indent=2, sort_keys=True, default=str)
         (self.path / JOB_FILE).write_text(self.redact(text) + "\n")
 
@@ -116,3 +137,22 @@ class RunFolder:
         total = len(stream.started.setups) if stream.started else len({r.setup for r in stream.results})
         ok = len({r.setup for r in stream.results if r.status == "ok"})
         return ok, total
+
+
+class MirrorDir:
+    """RunDir's side the record stream uses, for a folder its job writes itself: records are echoed (stdout when
+    piped), nothing is written (results.jsonl and run.log are the job's own)."""
+
+    def __init__(self, path: Path, echo: IO[str]):
+        self.path = path
+        self._echo = echo
+
+    def record_line(self, line: str) -> None:
+        self._echo.write(line + "\n")
+        self._echo.flush()
+
+    def log(self, line: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

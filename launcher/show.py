@@ -56,7 +56,7 @@ def print_plan(plan) -> None:
     for run in plan.runs:
         expected = plan.expected_cost(run)
         worst = plan.worst_cost(run)
-        costs.add_row(run.run_id, run.label, f"{spec.expected_minutes:g}" + (" (full)" if plan.smoke else ""),
+        costs.add_row(run.run_id, run.label, f"{spec.expected(plan.smoke):g}" + (" (smoke)" if plan.smoke else ""),
                       "-" if expected is None else f"{expected:.3f}", "-" if worst is None else f"{worst:.3f}")
     console.print(costs)
     console.print("expected $: the expected minutes at the first GPU's cheapest region"

@@ -40,6 +40,7 @@ class SweepOptions:
     verbose: bool = False
     retry_unavailable: bool = False
     sweep_id: str | None = None
+    slurm_python: str | None = None  # a [slurm] plan: the job's gpubench is this Python environment on the nodes
 
 
 @dataclass
@@ -70,13 +71,15 @@ def sweep(o: SweepOptions) -> int:
 
 async def _sweep(o: SweepOptions) -> int:
     from gpubench.gpu_fit import why_unfit
-    from gpubench.launcher.launch import LaunchOptions, build_plan, fetch_types, run_launches
+    from gpubench.launcher import sweep_slurm
+    from gpubench.launcher.launch import LaunchOptions, build_plan, check_store, fetch_types, run_launches
     from gpubench.launcher.pace import Pace
     from gpubench.launcher.plan import GpuChoice, resolve_gpu, resolve_workload
     from gpubench.launcher.progress import ProgressView
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     plan = load_plan(o.plan)
+    cluster = sweep_slurm.slurm_config(plan, o.slurm_python)  # None: Runcrate
     sweep_id = o.sweep_id or plan.sweep_id
     if not _SWEEP_ID.match(sweep_id):
         raise LaunchError(f"bad --sweep-id {sweep_id!r}: 1-64 of a-z, 0-9 and '-'")
@@ -90,39 +93,61 @@ async def _sweep(o: SweepOptions) -> int:
     where = SweepStore(sweep_id, store, o.results_dir)
 
     # A dry run without an API key (a fork's CI) still checks the plan; GPU names and prices need the API.
-    offline = o.dry_run and not os.environ.get("RUNCRATE_API_KEY")
-    client = None if offline else make_client()
+    offline = cluster is None and o.dry_run and not os.environ.get("RUNCRATE_API_KEY")
+    client = None if offline or cluster else make_client()
     try:
-        types = None if offline else await fetch_types(client, redact)
+        types = None if offline or cluster else await fetch_types(client, redact)
         cells: list[PlannedCell] = []
         unfit: dict[str, str | None] = {}  # cell path -> why its GPU cannot run it (gpubench/gpu_fit.py)
         for cell in plan.cells:
             spec = resolve_workload(cell.workload)
+            # first-matmul times an instance's launch on Runcrate, as `gpubench-launch first-matmul` does; on a
+            # cluster every study is a batch job.
+            via = "instance" if spec.via == "instance" and not cluster else "job"
+            deployment, study = ("container", spec.name) if via == "instance" else (None, None)
             if offline:
                 choice = GpuChoice(requested=cell.gpu, gpu_type=cell.gpu, count=spec.gpu_count, rows=())
+            elif cluster:
+                try:
+                    choice = sweep_slurm.gpu_choice(cluster, cell.gpu, spec)
+                except LaunchError as exc:
+                    raise LaunchError(f"{cell.label}: {exc}") from None
             else:
                 try:
-                    choice = await resolve_gpu(client, cell.gpu, types, spec.gpu_count)
+                    choice = await resolve_gpu(client, cell.gpu, types, spec.gpu_count, deployment)
                 except LaunchError as exc:
                     raise LaunchError(f"plan {o.plan}: {cell.label}: {exc}") from None
             path = f"{spec.name}/{choice.wire.replace(':', 'x')}/{cell.args_key}"
             options = LaunchOptions(
-                workload=spec.name, gpus=(cell.gpu,), each=True, via="job", smoke=cell.smoke,
+                workload=spec.name, gpus=(cell.gpu,), each=True, via=via, study=study, smoke=cell.smoke,
                 setups=",".join(cell.setups) if cell.setups else None, repeats=cell.repeats,
                 overrides=cell.overrides, weights=cell.weights, results_dir=str(where.root / path),
                 capacity_wait=plan.capacity_wait_minutes, max_runtime_minutes=plan.max_runtime_minutes,
             )
-            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, "job", [choice], None,
+            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, via, [choice], deployment,
                                 where.cell_store(path))
             launch.extra_tags = {"gpubench_sweep": sweep_id, "gpubench_cell": path}
+            if cluster:
+                sweep_slurm.attach(launch, cluster, spec.expected(cell.smoke), plan.max_runtime_minutes)
             cells.append(PlannedCell(cell, path, launch))
             unfit[path] = why_unfit(spec, choice.gpu_type, choice.count, cell.setups, cell.smoke)
+        checked = None
+        if cluster:  # the partitions exist and the controller answers, before anything is submitted
+            try:
+                await asyncio.to_thread(sweep_slurm.check_partitions, cluster, {c.run.candidates[0].requested
+                                                                                for c in cells})
+            except LaunchError as exc:
+                if not o.dry_run or "not installed" not in str(exc):
+                    raise
+                checked = f"partitions not checked: {exc}"
         try:
             attempts = await asyncio.to_thread(where.attempts)
         except StoreError as exc:
             raise LaunchError(redact(str(exc))) from None
         _classify(cells, attempts, o.retry_unavailable)
         _refuse_unfit(cells, unfit, o.plan)
+        if cluster:
+            return await _sweep_slurm(o, plan, sweep_id, where, cells, attempts, cluster, pace, redact, checked)
         spent = sum(a.cost_usd for a in attempts)
         worst = sum(c.launch.worst_cost(c.run) or 0.0 for c in cells if c.to_launch)
         over = spent + worst > plan.max_usd + 1e-9
@@ -141,11 +166,7 @@ async def _sweep(o: SweepOptions) -> int:
                 view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
         outcomes = []
         if todo:
-            if store is not None:
-                try:
-                    await asyncio.to_thread(where.cell_store(todo[0].path).check_writable, todo[0].run.run_id)
-                except StoreError as exc:
-                    raise LaunchError(redact(str(exc))) from None
+            await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
             for c in todo:
                 if c.adopt is not None:  # the killed launcher's partial folder: the job's log is read again
                     shutil.rmtree(Path(c.launch.results_dir) / c.run.run_id, ignore_errors=True)
@@ -161,6 +182,54 @@ async def _sweep(o: SweepOptions) -> int:
     finally:
         if client is not None:
             await client.close()
+    return await _finish(plan, sweep_id, where, cells, spent, view, redact)
+
+
+async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepStore, cells: list[PlannedCell],
+                       attempts: list[Attempt], cluster, pace, redact, checked: str | None) -> int:
+    """The rest of a [slurm] sweep: its cap in GPU-hours, its left-behind jobs from squeue, then the run itself."""
+    from gpubench.launcher import sweep_slurm
+    from gpubench.launcher.launch import check_store, run_launches
+    from gpubench.launcher.progress import ProgressView
+
+    for c in cells:
+        c.cost_usd = None  # an owned cluster's jobs cost no dollars here; GPU-hours are in each job.json
+    spent = sum(a.gpu_hours for a in attempts)
+    worst = sum(sweep_slurm.gpu_hours(c) for c in cells if c.to_launch)
+    over = sweep_slurm.over_gpu_hours(cluster, worst, spent)
+    if o.dry_run:
+        sweep_slurm.print_matrix(plan, sweep_id, where.url, cells, cluster, spent,
+                                 {c.path: where.cell_store(c.path) for c in cells}, checked)
+        if over:
+            raise LaunchError(over)
+        return errors.OK
+    if over:
+        raise LaunchError(over)
+    ended = {a.run_id for a in attempts if a.ended}
+    sweep_slurm.adopt(cells, await asyncio.to_thread(sweep_slurm.left_behind, sweep_id, ended))
+    todo = [c for c in cells if c.to_launch]
+    view = ProgressView(verbose=o.verbose)
+    for c in cells:
+        if not c.to_launch:
+            view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
+        elif c.adopt is not None:
+            view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.note}")
+    outcomes = []
+    if todo:
+        await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
+        outcomes = await run_launches(None, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
+                                      adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None})
+        view.summary(outcomes)
+    for c, outcome in zip(todo, outcomes, strict=True):
+        _settle(c, outcome)
+    return await _finish(plan, sweep_id, where, cells, spent, view, redact)
+
+
+async def _finish(plan: Plan, sweep_id: str, where: SweepStore, cells: list[PlannedCell], spent: float, view,
+                  redact) -> int:
+    """sweep.json beside the cells, the summary table, the one exit code."""
+    from gpubench.stores import StoreError
+
     summary = _summary(plan, sweep_id, where.url, cells, spent)
     try:
         summary["stored"] = await asyncio.to_thread(where.write_summary, summary)
@@ -316,7 +385,7 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
     costs = "costs unknown" if offline else f"expected ${expected_total:.2f}, at most ${worst_total:.2f}" + (
         f", plus ${spent:.2f} spent by stored runs" if spent else "")
     console.print(f"to launch     {launching} of {len(cells)} cells: {costs}; max_usd ${plan.max_usd:g}", markup=False)
-    console.print("exp. $        the expected minutes (full size, even --smoke), cheapest region",
+    console.print("exp. $        expected minutes of the run (smoke for --smoke), cheapest region",
                   markup=False)
     console.print("max $         the safety net at the dearest region: what max_usd must cover", markup=False)
     if offline:

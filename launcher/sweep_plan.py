@@ -6,6 +6,7 @@ checked against /instances/types by the sweep itself.
     max_usd = 20.0               # the whole sweep, worst case
     capacity_wait_minutes = 10   # optional: how long each job may wait for a free GPU
     max_runtime_minutes = 30     # optional: each job's safety net (default: the workload's), the worst case's base
+    [slurm]                      # optional: the cells go to this Slurm cluster instead (slurm_plan.py); no max_usd
     [[cell]]
     workload = "train-compile"
     gpus = ["H100", "L40S", "RTX5090"]
@@ -32,7 +33,7 @@ from gpubench.launcher.run_check import check_run_command
 from gpubench.params import POSITIVE_USD
 from gpubench.run_args import RunArgs
 
-PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell"}
+PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell", "slurm"}
 CELL_KEYS = {"workload", "gpus", "args"}
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
@@ -66,11 +67,12 @@ class Cell:
 @dataclass(frozen=True)
 class Plan:
     name: str
-    max_usd: float
+    max_usd: float | None  # None only for a [slurm] plan
     cells: tuple[Cell, ...]
     capacity_wait_minutes: int | None = None
     max_runtime_minutes: int | None = None
     source: str = ""
+    slurm: dict | None = None  # the [slurm] table: the cells are batch jobs on that cluster (slurm_plan.py)
 
     @property
     def sweep_id(self) -> str:
@@ -97,9 +99,11 @@ def load_plan(path: str | Path) -> Plan:
     if not isinstance(name, str) or not _NAME.match(name):
         raise LaunchError(f"{where}: name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit")
     max_usd = data.get("max_usd")
-    if max_usd is None:
+    if max_usd is None and "slurm" in data:
+        pass  # a cluster's cap is GPU-hours ([slurm] max_gpu_hours), if any
+    elif max_usd is None:
         raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
-    if isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or POSITIVE_USD.problem(max_usd):
+    elif isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or POSITIVE_USD.problem(max_usd):
         raise LaunchError(f"{where}: max_usd must be a positive number of dollars, not {max_usd!r}")
     wait = data.get("capacity_wait_minutes")
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 1440):
@@ -121,8 +125,8 @@ def load_plan(path: str | Path) -> Plan:
         if key in seen:
             raise LaunchError(f"{where}: {cell.label} on {cell.gpu} is in the plan twice")
         seen.add(key)
-    return Plan(name=name, max_usd=float(max_usd), cells=tuple(cells), capacity_wait_minutes=wait,
-                max_runtime_minutes=runtime, source=str(path))
+    return Plan(name=name, max_usd=None if max_usd is None else float(max_usd), cells=tuple(cells),
+                capacity_wait_minutes=wait, max_runtime_minutes=runtime, source=str(path), slurm=data.get("slurm"))
 
 
 def _cells(table, where: str) -> list[Cell]:
@@ -138,8 +142,6 @@ def _cells(table, where: str) -> list[Cell]:
         spec = resolve_workload(workload)
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
-    if spec.via != "job":
-        raise LaunchError(f"{where}: {workload} runs on instances (gpubench-launch {workload}); sweeps run jobs")
     gpus = table.get("gpus")
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise LaunchError(f"{where}: give gpus = [\"L40S\", ...], one GPU type or more")

@@ -30,6 +30,7 @@ class Attempt:
     started: bool = True  # whether the job ever got a machine
     error: str | None = None
     cost_usd: float = 0.0
+    gpu_hours: float = 0.0  # a Slurm job's, as its job.json says
     ended: bool = False  # its job.json is there: the launcher saw the job end and stored the run
 
     @property
@@ -147,3 +148,4 @@ def _job_facts(attempt: Attempt, text: str) -> None:
     attempt.started = facts.get("started_at") is not None
     attempt.error = facts.get("error")
     attempt.cost_usd = float(facts.get("cost_usd") or 0.0)
+    attempt.gpu_hours = float(facts.get("gpu_hours") or 0.0)

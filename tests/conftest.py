@@ -56,9 +56,9 @@ def clean_aws_env(monkeypatch, tmp_path):
 # engine: needs a service or an engine the plain install lacks (S3, a Docker engine, vLLM, a browser, Slurm);
 # fast: logic in the test process: it imports none of NOT_FAST (a subprocess, a real run or workload, torch, a fake
 # server on a clock, a terminal) and needs no engine. `pytest -m fast` takes well under 2 minutes.
-ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env"}
+ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env", "slurm"}
 ENGINE_SKIPS = ("chromium", ".venv-vllm", "slurm", "docker")  # words in the reason of a skip that waits for one
-ENGINE_IMPORTS = {"docker_engine"}
+ENGINE_IMPORTS = {"docker_engine", "slurm_support", "slurm_cluster"}
 NOT_FAST = {"subprocess", "multiprocessing", "clirun", "terminal", "torch", "docker", "s3server", "streaming_server",
             "fake_runcrate", "test_launch_support", "sweep_support", "gpubench.workloads", "gpubench.run.runner",
             "gpubench.run.worker", *ENGINE_IMPORTS}

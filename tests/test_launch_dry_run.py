@@ -15,12 +15,13 @@ def test_dry_run_prints_the_plan_and_launches_nothing(fake, launcher_env, capsys
     out = result.stdout
     assert "command       gpubench run train-compile --smoke" in out
     assert "image         ghcr.io/gpubench/train-compile:" in out
-    assert "max runtime   31 min" in out
+    assert "max runtime   19 min" in out  # the smoke run's safety net: 2 expected minutes x 2 + 15
     for type_id in ("calm-lovelace-l40s-5e6f", "calm-lovelace-l40s-eu-7a8b", "swift-curie-a100-80gb-x2-1e2f"):
         assert type_id in out
     assert "0.86" in out and "3.28" in out
-    # 8 expected minutes at the first candidate's $0.86/h; at most 31 min at the dearest $3.28/h.
-    assert "0.115" in out and "1.695" in out
+    # Priced as what it runs: the smoke run's 2 expected minutes at the first candidate's $0.86/h; at most its
+    # 19 min safety net at the dearest $3.28/h (the full study would be 8 minutes, $0.115, at most 31 min, $1.695).
+    assert "0.029" in out and "1.039" in out and "0.115" not in out
     assert "nothing was launched" in out
     assert [r.path for r in fake.requests] == ["/api/v1/instances/types"]
     assert not (tmp_path / "gpubench-results").exists()

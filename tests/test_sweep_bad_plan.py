@@ -24,7 +24,6 @@ BAD = {
     "unknown argument": (plan_text([("train-compile", ["L40S"], ["--gpu", "H100"])]), "bad args"),
     "unknown key": ("max_usd = 2.0\nmax_usd_total = 3\n[[cell]]\nworkload = 'embed'\ngpus = ['L40S']\n",
                     "unknown key 'max_usd_total'"),
-    "instance workload": (plan_text([("first-matmul", ["L40S"], [])]), "sweeps run jobs"),
     "twice": (plan_text([("train-compile", ["L40S", "l40s"], TRAIN)]), "twice"),
     "bad set value": (plan_text([("train-compile", ["L40S"], [*TRAIN, "--set", "batch=-4"])]),
                       "batch must be an integer >= 1"),

@@ -29,10 +29,11 @@ def test_just_under_the_cap_dry_run_shows_costs(fake, launcher_env, capsys, tmp_
     result = sweep(capsys, plan, "--dry-run")
     assert result.code == 0, result.stderr
     rows = {line.split("│")[3].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
-    # expected: 8 expected minutes at the cheapest region; worst: 60 minutes at the dearest.
-    assert "2.49" in rows["H100"] and "0.33" in rows["H100"] and "2.49 │" in rows["H100"]
-    assert "0.11" in rows["L40S"] and "0.89" in rows["L40S"]
-    assert "3 of 3 cells: expected $0.54, at most $4.07; max_usd $4.07" in result.stdout
+    # expected: the --smoke run's 2 expected minutes (not the study's 8) at the cheapest region; worst: 60 minutes
+    # at the dearest.
+    assert "2.49" in rows["H100"] and "0.08" in rows["H100"] and "2.49 │" in rows["H100"]
+    assert "0.03" in rows["L40S"] and "0.89" in rows["L40S"]
+    assert "3 of 3 cells: expected $0.13, at most $4.07; max_usd $4.07" in result.stdout
     assert "dry run: nothing was launched" in result.stdout
     assert {(r.method, r.path) for r in fake.requests} == {("GET", "/api/v1/instances/types")}
 
