@@ -160,21 +160,11 @@ def sweep_cmd(plan, as_json, **opts):
 def gpus_cmd(deployment):
     """List the GPU types on offer, with prices (GET /instances/types)."""
     _need_sdk()
-    import asyncio
 
-    from gpubench.launcher.client import make_client
-    from gpubench.launcher.launch import fetch_types
-    from gpubench.launcher.redact import Redactor
+    from gpubench.launcher.launch import instance_types
     from gpubench.launcher.show import print_types
 
-    async def go():
-        client = make_client()
-        try:
-            return await fetch_types(client, Redactor())
-        finally:
-            await client.close()
-
-    print_types(asyncio.run(go()), deployment)
+    print_types(instance_types(), deployment)
     return 0
 
 

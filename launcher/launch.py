@@ -53,6 +53,18 @@ async def fetch_types(client, redact: Redactor) -> list:
         raise LaunchError(f"cannot read /instances/types: {describe(exc, redact)}") from None
 
 
+def instance_types() -> list:
+    """The API's instance types (prices among them), read once with the key from the environment."""
+    async def read():
+        client = make_client()
+        try:
+            return await fetch_types(client, Redactor())
+        finally:
+            await client.close()
+
+    return asyncio.run(read())
+
+
 async def _launch(o: LaunchOptions) -> int:
     from gpubench.launcher.pace import Pace
     from gpubench.launcher.plan import fitting, resolve_gpu, resolve_setups, resolve_workload, run_command

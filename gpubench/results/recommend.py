@@ -82,21 +82,10 @@ class Answer:
 
 def current_prices() -> dict[str, float]:
     """Each Runcrate GPU type's cheapest 1-GPU hourly rate now (GET /instances/types); needs RUNCRATE_API_KEY."""
-    import asyncio
-
-    from gpubench.launcher.client import make_client
-    from gpubench.launcher.launch import fetch_types
-    from gpubench.launcher.redact import Redactor
-
-    async def go():
-        client = make_client()
-        try:
-            return await fetch_types(client, Redactor())
-        finally:
-            await client.close()
+    from gpubench.launcher.launch import instance_types
 
     prices: dict[str, float] = {}
-    for row in asyncio.run(go()):
+    for row in instance_types():
         if row.gpu_count == 1 and row.hourly_rate:
             prices[row.gpu_type] = min(prices.get(row.gpu_type, row.hourly_rate), row.hourly_rate)
     return prices
