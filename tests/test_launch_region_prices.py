@@ -64,3 +64,10 @@ def test_dry_run_fits_an_80_column_terminal(fake, launcher_env, tmp_path):
     table_lines = [line for line in screen.splitlines() if line[:1] in "┃│┏┡└━┗╇┣┳"]
     assert table_lines and max(len(line) for line in table_lines) <= 80, screen
     assert "sdxl-" in screen and "…" not in screen  # run ids shown whole
+
+
+def test_gpus_lists_the_api_types_with_their_prices(fake, launcher_env, capsys):
+    result = launch(capsys, "gpus")
+    assert result.code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if "calm-lovelace-l40s-5e6f" in line)
+    assert "L40S" in row and "0.86" in row
