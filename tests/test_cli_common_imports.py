@@ -7,7 +7,7 @@ import sys
 
 
 def test_the_loadgen_command_does_not_import_the_gpubench_cli():
-    code = ("import sys, gpubench.loadgen.loadgen_cli\n"
+    code = ("import sys, gpubench.cli.loadgen\n"
             "print('gpubench.cli.main' in sys.modules, 'gpubench.cli.common' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]

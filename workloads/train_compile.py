@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.measure import compile_cache, gpu_memory
 from gpubench.measure import device as measure_device
-from gpubench.results.stats import percentile
+from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 

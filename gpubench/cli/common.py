@@ -1,6 +1,6 @@
 """What `gpubench`'s commands share: the bad-input error, the results folder, the price a launcher set.
 
-Both gpubench/cli/main.py and gpubench/loadgen/loadgen_cli.py import this module; neither imports the other's
+Both gpubench/cli/main.py and gpubench/cli/loadgen.py import this module; neither imports the other's
 code (cli.py only adds the loadgen command to its group).
 """
 

@@ -27,7 +27,7 @@ from gpubench.cli.common import (
     price_from_launcher,
     safe_argv,
 )
-from gpubench.loadgen.loadgen_cli import loadgen
+from gpubench.cli.loadgen import loadgen
 from gpubench.params import NOISE, folder_name
 from gpubench.registry import UnknownName, pick
 from gpubench.run_args import RunArgs, split_setups

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpubench.loadgen.client import RequestRecord
-from gpubench.results.stats import percentile
+from gpubench.stats import percentile
 from gpubench.workload import MetricDef
 
 PERCENTILES = (50, 90, 95, 99)

@@ -20,15 +20,14 @@ gpubench/measure/nvml.py, the one NVML helper.
 
 from __future__ import annotations
 
-import csv
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 
 from gpubench.measure import energy
 from gpubench.measure.nvml import GpuReading, Nvml, gpu_reading, open_nvml, reason_names  # noqa: F401 - the sampler's API
+from gpubench.measure.process_roles import ROLE_LABELS, ROLE_ROWS
 from gpubench.workload import MetricDef
 
 SAMPLE_S = 0.05
@@ -55,13 +54,6 @@ METRICS = {
 }
 
 
-def _role_rows() -> list[dict[str, str]]:
-    text = resources.files("gpubench").joinpath("data", "process_roles.csv").read_text(encoding="utf-8")
-    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
-
-
-ROLE_ROWS = _role_rows()
-ROLE_LABELS = {row["role"]: row["label"] for row in ROLE_ROWS}
 METRICS.update({f"{role}_thread_pct": MetricDef("% of a core", None, f"the busiest thread of {label}, mean")
                 for role, label in ROLE_LABELS.items()})
 

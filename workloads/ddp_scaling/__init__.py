@@ -27,7 +27,7 @@ from gpubench.config_fields import param
 from gpubench.measure import device as measure_device
 from gpubench.measure import gpu_memory
 from gpubench.ports import free_port
-from gpubench.results.stats import percentile
+from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 
 
