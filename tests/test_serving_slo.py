@@ -15,7 +15,7 @@ from gpubench.catalog import WORKLOADS
 from gpubench.loadgen import slo
 from gpubench.loadgen.run import run_load
 from gpubench.loadgen.spec import LoadSpec
-from gpubench.run.runner import cost_metrics
+from gpubench.pricing import cost_metrics
 from gpubench.schema import Metric, SetupResult
 from gpubench.workloads import serving_common as common
 from gpubench.workloads import vllm_serving
@@ -36,7 +36,7 @@ def level(url: str, users: int, target: slo.Target) -> tuple[dict[str, float], o
 
 def as_result(setup: str, metrics: dict[str, float]) -> SetupResult:
     values = {name: Metric(value=v, unit="u") for name, v in metrics.items()}
-    values.update(cost_metrics(WORKLOADS.get("vllm-serving"), values, PRICE))
+    values.update(cost_metrics(WORKLOADS.get("vllm-serving").cost, values, PRICE))
     return SetupResult(run_id="r", setup=setup, repeat=1, status="ok", metrics=values)
 
 
