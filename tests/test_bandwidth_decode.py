@@ -79,10 +79,10 @@ def test_quantized_weights_without_a_log_line_are_not_guessed(tmp_path):
 
 
 def test_the_verdict_reads_the_decode_bandwidth_share():
-    # the worked 7B step on an H200 (4,800 GB/s datasheet): 969.7 GB/s is 20.2%, not memory-bound;
-    # the same bytes in 6.5 ms (2,983.7 GB/s, 62.2%) are
+    # the worked 7B step on an H200 (4,800 GB/s datasheet): 969.7 GB/s is 20.2%, not memory-bound, so a GPU 95% busy
+    # below that roof is gpu-bound; the same bytes in 6.5 ms (2,983.7 GB/s, 62.2%) are memory-bound
     base = {"util_samples": 100, "gpu_busy_pct": 95, "busiest_thread_pct": 40, "pct_of_peak": 5, "on_gpu": 1}
-    for tpot_s, pct, label in ((0.020, 20.2, "undetermined"), (0.0065, 62.2, "memory-bound")):
+    for tpot_s, pct, label in ((0.020, 20.2, "gpu-bound"), (0.0065, 62.2, "memory-bound")):
         gbps = bandwidth.achieved_gbps(19_394_304_000, tpot_s)
         achieved = {flops.BANDWIDTH_METRIC: Metric(value=gbps, unit="GB/s", better="higher")}
         share = flops.bandwidth_share(achieved, "NVIDIA H200")
