@@ -17,15 +17,24 @@ def spin(stop: threading.Event, tid: list) -> None:
         x += 1
 
 
+def sampled(sampler, count: int = 8, at_least_s: float = 0.6, deadline_s: float = 60.0) -> None:
+    """Wait until the sampler has `count` readings and `at_least_s` have passed: on busy cores its thread may
+    get fewer readings in a fixed time than the interval promises."""
+    started = time.monotonic()
+    while (len(sampler.samples) < count or time.monotonic() - started < at_least_s) and \
+            time.monotonic() - started < deadline_s:
+        time.sleep(0.05)
+
+
 def test_a_spinning_thread_is_the_busiest_thread_and_an_idle_process_shows_little():
     idle = u.Sampler(None, interval=0.02).start()
-    time.sleep(0.6)  # this process idles: the main thread sleeps, nothing else runs
+    sampled(idle)  # this process idles: the main thread sleeps, nothing else runs
     quiet = idle.stop()
     stop, tid = threading.Event(), []
     worker = threading.Thread(target=spin, args=(stop, tid))
     worker.start()
     busy = u.Sampler(None, interval=0.02).start()
-    time.sleep(0.6)
+    sampled(busy)
     loud = busy.stop()
     stop.set()
     worker.join()
