@@ -31,3 +31,11 @@ def combine(codes: list[int]) -> int:
     if INTERRUPTED in codes:
         return INTERRUPTED
     return max(codes, default=OK)
+
+
+def refuse_unknown_keys(table: dict, known: set[str] | frozenset[str], where: str, within: str = "") -> None:
+    """One line naming the first key a plan's table should not have, and the keys it may have."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        inside = f" in {within}" if within else ""
+        raise LaunchError(f"{where}: unknown key {unknown[0]!r}{inside} (keys: {', '.join(sorted(known))})")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpubench.launcher.errors import LaunchError
+from gpubench.launcher.errors import LaunchError, refuse_unknown_keys
 from gpubench.registry import UnknownName
 
 SLURM_KEYS = {"python", "container", "time_margin_minutes", "max_gpu_hours", "sbatch_args", "gpus"}
@@ -102,9 +102,7 @@ def parse_slurm(table: Any, where: str, python: str | None = None) -> SlurmConfi
     """The [slurm] table, checked; `python` (--slurm-python) chooses the Python-environment way over the table's."""
     if not isinstance(table, dict):
         raise LaunchError(f"{where}: write the cluster as a [slurm] table")
-    unknown = sorted(set(table) - SLURM_KEYS)
-    if unknown:
-        raise LaunchError(f"{where}: unknown key {unknown[0]!r} in [slurm] (keys: {', '.join(sorted(SLURM_KEYS))})")
+    refuse_unknown_keys(table, SLURM_KEYS, where, "[slurm]")
     container = table.get("container")
     if container is not None and container not in CONTAINERS:
         raise LaunchError(f"{where}: [slurm] container must be one of {', '.join(CONTAINERS)}, not {container!r}")

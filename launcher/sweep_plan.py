@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from gpubench.launcher.errors import LaunchError
+from gpubench.launcher.errors import LaunchError, refuse_unknown_keys
 from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
 from gpubench.launcher.run_check import check_run_command
 from gpubench.params import POSITIVE_USD
@@ -92,9 +92,7 @@ def load_plan(path: str | Path) -> Plan:
         raise LaunchError(f"{where} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise LaunchError(f"{where}: TOML syntax error: {exc}") from None
-    unknown = sorted(set(data) - PLAN_KEYS)
-    if unknown:
-        raise LaunchError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(PLAN_KEYS))})")
+    refuse_unknown_keys(data, PLAN_KEYS, where)
     name = data.get("name", re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-") or "sweep")
     if not isinstance(name, str) or not _NAME.match(name):
         raise LaunchError(f"{where}: name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit")
@@ -132,9 +130,7 @@ def load_plan(path: str | Path) -> Plan:
 def _cells(table, where: str) -> list[Cell]:
     if not isinstance(table, dict):
         raise LaunchError(f"{where}: write cells as [[cell]] tables")
-    unknown = sorted(set(table) - CELL_KEYS)
-    if unknown:
-        raise LaunchError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(CELL_KEYS))})")
+    refuse_unknown_keys(table, CELL_KEYS, where)
     workload = table.get("workload")
     if not isinstance(workload, str) or not workload:
         raise LaunchError(f"{where}: give workload = \"NAME\" (gpubench list)")
