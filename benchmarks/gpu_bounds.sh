@@ -13,12 +13,7 @@ set -u
 PART=${1:?a name for this call}; shift
 FINAL=${OUT:-./gpu-out}; mkdir -p "$FINAL"
 WORK=/tmp/bounds-$PART; rm -rf "$WORK"; mkdir -p "$WORK"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"

@@ -3,11 +3,7 @@
 # study's bare script, each a fresh process, then medians and spreads side by side.
 set -u
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"; N=${N:-5}
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 for i in $(seq 1 "$N"); do
   gpubench run train-compile --setups eager-sdpa --results-dir /tmp/r >>"$OUT/gpubench.jsonl" 2>>"$OUT/gpubench.err"
   python3 benchmarks/study_scripts/train_compile_study.py eager sdpa >>"$OUT/study.jsonl" 2>>"$OUT/study.err"

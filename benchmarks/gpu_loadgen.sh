@@ -6,11 +6,7 @@
 # their meaning, the run fits the budget. Everything lands in $OUT/loadgen (or ./gpu-out/loadgen).
 set -u
 OUT=${OUT:-./gpu-out}; D="$OUT/loadgen"; mkdir -p "$D"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1
 set -x
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv

@@ -13,11 +13,7 @@
 # (a cost at another GPU's price would be recorded as this one's).
 set -ux
 OUT=${OUT:-./gpu-out}/sdxl; mkdir -p "$OUT"
-if ! python3 -c "import diffusers" 2>/dev/null && [ -d .whl ]; then  # the wheels the lead carries
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -c "import gpubench" 2>/dev/null || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   lscpu | grep -E '^(Model name|CPU\(s\))'

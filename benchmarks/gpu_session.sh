@@ -11,14 +11,7 @@
 set -u
 FINAL=${OUT:-./gpu-out}; mkdir -p "$FINAL"
 export OUT=/tmp/gpu-work; rm -rf "$OUT"; mkdir -p "$OUT"
-wheels=$(ls .whl*/*.whl 2>/dev/null)  # .whl-core (gpubench's own needs), .whl (a workload's), as carried
-if [ -n "$wheels" ]; then
-  # shellcheck disable=SC2086
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $wheels \
-    || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 { nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.max.sm --format=csv
   nvidia-smi topo -m

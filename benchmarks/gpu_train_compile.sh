@@ -3,11 +3,7 @@
 # same four setups, then the comparison. Everything lands in $OUT (or ./gpu-out).
 set -u
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . >/tmp/install.log 2>&1 || { tail /tmp/install.log; exit 1; }
+source "$(dirname "$0")/gpu_python_env.sh" || exit 1
 export PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"

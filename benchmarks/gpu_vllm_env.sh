@@ -92,20 +92,8 @@ PY
 )
 # shellcheck disable=SC2181
 if [ $? -eq 0 ]; then VLLM_READY=1; else VLLM_READY=0; fi
-# the working tree's gpubench, installed again only when its code differs from what was installed last
-_gpubench_code=$(find pyproject.toml gpubench workloads launcher -type f \
-  \( -name '*.py' -o -name '*.csv' -o -name '*.css' -o -name '*.json' -o -name '*.toml' \) 2>/dev/null | sort \
-  | xargs cat | sha256sum | cut -c1-16)
-if [ "$(cat "$_vllm_tmp"/gpubench-installed 2>/dev/null)" = "$_gpubench_code" ] \
-  && python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('gpubench') is None)"; then
-  _gpubench_state="gpubench installed"
-elif python3 -m pip install -q --no-deps --no-build-isolation --no-index . >"$_vllm_tmp"/gpubench-install.log 2>&1
-then
-  echo "$_gpubench_code" >"$_vllm_tmp"/gpubench-installed
-  _gpubench_state="gpubench installed from the working tree"
-else
-  [ -n "${OUT:-}" ] && cp "$_vllm_tmp"/gpubench-install.log "$OUT"/ 2>/dev/null
-  _gpubench_state="GPUBENCH INSTALL FAILED (pip's output: gpubench-install.log in \$OUT)"
-fi
-echo "gpu_vllm_env: $_vllm_state; $_gpubench_state"
+# the working tree's gpubench (and any carried wheels), installed again only when its code changed
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_python_env.sh" >"$_vllm_tmp"/python-env.txt 2>&1
+_gpubench_state=$(tail -n 1 "$_vllm_tmp"/python-env.txt)
+echo "gpu_vllm_env: $_vllm_state; ${_gpubench_state#gpu_python_env: }"
 unset _f _vllm_from _vllm_tmp _vllm_site _vllm_state _gpubench_code _gpubench_state

@@ -10,7 +10,7 @@
 # On the H200 (one 10-minute call; the server starts in ~100-140 s):
 #   source benchmarks/gpu_vllm_env.sh && bash benchmarks/serving_peer_check.sh
 # Results under $OUT/peer: each client's output, server.log, table.txt. On a CPU (the proof that it runs):
-#   OUT=/tmp/peer PYTHON=.venv-vllm/bin/python GPUBENCH="python -m gpubench.cli.main" SHAPE=tiny \
+#   OUT=/tmp/peer PYTHON=.venv-vllm/bin/python GPUBENCH="python -m gpubench" SHAPE=tiny \
 #     LEVELS="1:4 4:8" ROUNDS=2 IN=64 OUTLEN=16 SERVER_EXTRA="--enforce-eager --max-model-len 1024" \
 #     VLLM_CPU_KVCACHE_SPACE=1 bash benchmarks/serving_peer_check.sh
 # Time on the H200 (estimated from the reference run's TPOTs: 4.7 ms at 1 user, ~5 at 16, ~8 at 64; vllm bench serve
@@ -19,7 +19,10 @@
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
 # PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run gpubench), SHAPE (qwen7b | tiny),
-# SERVER_EXTRA (more server flags, after the study's), PORT, LIMIT_S (stop starting rounds after this many seconds).
+# SERVER_EXTRA (more server flags, after the study's), LOADGEN_EXTRA (more `gpubench loadgen` flags, e.g.
+# --prompt-ids to send token ids where vLLM's client sends text), PORT, LIMIT_S (stop starting levels after this
+# many seconds). Both clients send each prompt as text of exactly IN tokens (vLLM's random data set and gpubench's
+# prompts with --tokenizer), which the server tokenizes.
 set -u
 OUT=${OUT:?set OUT to a folder}; D=$OUT/peer; mkdir -p "$D"
 if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh ran, and the pieces are incomplete
@@ -81,7 +84,7 @@ gpubench_loadgen() {  # users requests seed file
   # shellcheck disable=SC2086 # GPUBENCH may be several words
   $GPUBENCH loadgen --base-url "$URL/v1" --model "$NAME" --users "$1" --requests "$2" --input-tokens "$IN" \
     --output-tokens "$OUTLEN" --ignore-eos --temperature 0 --tokenizer "$M" --seed "$3" \
-    --results-dir "$D/loadgen-runs" --json > "$D/$4.jsonl" 2> "$D/$4.err"
+    --results-dir "$D/loadgen-runs" --json ${LOADGEN_EXTRA:-} > "$D/$4.jsonl" 2> "$D/$4.err"
 }
 
 if [ $ready = 1 ]; then

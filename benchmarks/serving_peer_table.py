@@ -5,8 +5,10 @@
 For each level (users) and client, the mean over the rounds of: output tokens/s, TTFT p50/p99, TPOT p50, E2E
 p50, and the busiest client process's share of a core over the timed load (gpubench: its client_cpu_pct;
 vLLM's client: its process tree sampled by client_cpu.py, over the `duration` seconds before its result was
-saved). Then gpubench / vLLM per figure, marked ok within TOLERANCE (issue 23's target). A p99 over fewer
-than 1,000 requests is shown with its count. Exit 1 when a round is missing or a figure is out of tolerance.
+saved). Then gpubench / vLLM per figure, marked ok within TOLERANCE (issue 23's target), and the noise: the
+largest spread (max - min) / mean of one client's figure over its rounds, so a gap can be read against how much
+one client differs from itself. A p99 over fewer than 1,000 requests is shown with its count. Exit 1 when a round
+is missing or a figure is out of tolerance.
 """
 
 from __future__ import annotations
@@ -85,6 +87,11 @@ def mean(values) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def spread(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return (max(values) - min(values)) / statistics.fmean(values) if len(values) > 1 and any(values) else None
+
+
 def main() -> int:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     table = rounds(folder)
@@ -92,7 +99,7 @@ def main() -> int:
         print(f"no results in {folder}")
         return 1
     bad = 0
-    header = f"{'users':>5} {'figure':<14} {'vllm bench':>12} {'gpubench':>12} {'ratio':>7}"
+    header = f"{'users':>5} {'figure':<14} {'vllm bench':>12} {'gpubench':>12} {'ratio':>7}      {'noise':>6}"
     print(header)
     print("-" * len(header))
     for users in sorted(table):
@@ -115,8 +122,10 @@ def main() -> int:
             ratio = b / a if a else float("nan")
             ok = abs(ratio - 1) <= TOLERANCE
             bad += not ok
+            noise = max((x for x in (spread(r[label] for r in vllm), spread(r[label] for r in ours)) if x is not None),
+                        default=None)
             print(f"{users:>5} {label:<14} {fmt.format(a):>12} {fmt.format(b):>12} {ratio:>7.3f}"
-                  f" {'ok' if ok else 'OFF'}{note}")
+                  f" {'ok ' if ok else 'OFF'}  {'-' if noise is None else f'{noise:.1%}':>6}{note}")
         a, b = mean(r["client CPU %"] for r in vllm), mean(r["client CPU %"] for r in ours)
         print(f"{users:>5} {'client CPU %':<14} {'-' if a is None else f'{a:.0f}':>12}"
               f" {'-' if b is None else f'{b:.0f}':>12}   (busiest client process, % of a core)")

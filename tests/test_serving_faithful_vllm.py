@@ -76,21 +76,33 @@ def context(setup: str) -> SetupContext:
     return SetupContext(run_id="t", setup=setup, repeat=0, smoke=True, weights="random", progress=lambda *a, **k: None)
 
 
-def test_load_levels_on_one_server_send_fresh_prompts(session):
-    """c1 then c4 at one run seed, as vllm-serving runs them: c4 finds nothing of c1's in the prefix cache.
-    The same level again (the old behaviour: one seed for every level) finds its prompts there."""
+def test_load_levels_on_one_server_send_fresh_prompts_to_an_emptied_cache(session):
+    """c1 then c4 at one run seed, as vllm-serving runs them: c4 finds nothing of c1's in the prefix cache. c1 again
+    (the same prompts, as a study of fixed prompts sends at every level) finds nothing either: the cache is emptied
+    before each level. Sent again without that, the same prompts are found in it."""
+    from gpubench.loadgen.run import run_load
+    from gpubench.loadgen.spec import LoadSpec
+
+    shape = dict(endpoint="completions", requests=4, warmup=1, input_tokens=260, output_tokens=4, ignore_eos=True)
+
     def level(name: str, users: int) -> tuple[dict, dict]:
         ctx = context(name)
-        metrics = common.measure_load(session, ctx, level=name, seed=42, endpoint="completions", users=users,
-                                      requests=4, warmup=1, input_tokens=260, output_tokens=4, ignore_eos=True)
+        metrics = common.measure_load(session, ctx, level=name, seed=42, users=users, **shape)
         return metrics, ctx.info
 
     first, first_info = level("c1", 1)
     second, second_info = level("c4", 4)
     assert first["server_prompt_tokens"] == second["server_prompt_tokens"] == 4 * 260  # timed only
-    assert second["prefix_cache_hit_rate"] < 5  # random ids: no whole cache block in common
+    assert second["prefix_cache_hit_rate"] < 5  # random prompts: no whole cache block in common
     assert first_info["prompt_seed"]["seed"] != second_info["prompt_seed"]["seed"]
     assert second_info["prompt_seed"]["from"] == "run seed 42, load level 'c4'"
+    assert second_info["prompt_seed"]["server_cache"] == "vLLM's prefix cache emptied before the level's warm-up"
     again, _ = level("c1", 4)
-    assert again["prefix_cache_hit_rate"] > 80  # every whole block of c1's prompts is still cached
+    assert again["prefix_cache_hit_rate"] < 5  # c1's prompts again, into an emptied cache
+    before = session.counters()
+    run_load(LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, users=4,
+                      seed=first_info["prompt_seed"]["seed"], **shape))
+    after = session.counters()
+    hits = after["prefix_cache_hits"] - before["prefix_cache_hits"]
+    assert hits / (after["prefix_cache_queries"] - before["prefix_cache_queries"]) > 0.8  # no reset: found
     assert 0 < first["tokens_streamed_pct"] <= 100 and 0 < second["tokens_streamed_pct"] <= 100

@@ -130,6 +130,13 @@ class Session:
     def counters(self) -> dict[str, float]:
         return self.server.metrics() if self.kind == "vllm" else {}
 
+    def fresh_cache(self) -> str:
+        """Empty the server's prompt cache before a load level, where it can be; says which."""
+        if self.kind != "vllm":
+            return "not reset: Ollama has no call that empties its slots' prompt cache"
+        self.server.reset_prefix_cache()
+        return "vLLM's prefix cache emptied before the level's warm-up"
+
 
 @contextlib.contextmanager
 def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, quantization: str = "",
@@ -237,6 +244,7 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     spec_fields.setdefault("token_ids", session.kind == "vllm")  # tokens counted, not chunks (see LoadSpec)
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
                     **spec_fields)
+    cache = session.fresh_cache()  # levels independent even where the prompts are fixed (ollama-vs-vllm's)
     before = session.counters()
     run = run_load(spec, progress=ctx.progress, on_timed=lambda: before.update(session.counters()))  # after warm-up
     after = session.counters()
@@ -254,7 +262,8 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"},
                     prompt_seed={"seed": prompt_seed, "from": f"run seed {seed}, load level {level!r}",
                                  "levels": "fresh random prompts per load level, the same at a level for every"
-                                           " server (fixed prompts, when given, are cycled as they are)"})
+                                           " server (fixed prompts, when given, are cycled as they are)",
+                                 "server_cache": cache})
     if target is not None:
         metrics.update(slo.level_metrics(run.records, run.duration_s, metrics, target))
         ctx.info["slo_target"] = target.describe()

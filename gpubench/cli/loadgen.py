@@ -47,7 +47,11 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Fixed prompts, one per line, cycled (instead of random tokens).")
 @click.option("--tokenizer", type=click.Path(exists=True, file_okay=False), default=None, metavar="PATH",
-              help="A tokenizer folder: chat prompts of exact length, random ids from its vocabulary.")
+              help="A tokenizer folder: prompts sent as text of exact length (the server tokenizes them, as it does a"
+                   " real client's), random tokens from its vocabulary.")
+@click.option("--prompt-ids", is_flag=True,
+              help="Completions: send token-id lists instead of text, so the server skips tokenizing (always so"
+                   " without --tokenizer).")
 @click.option("--vocab-size", type=int, default=32000, show_default=True,
               help="Random ids are drawn below this when no tokenizer is given.")
 @click.option("--temperature", type=float, default=0.0, show_default=True)
@@ -63,8 +67,8 @@ COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
 def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
-            output_tokens, prefix_tokens, ignore_eos, token_ids, prompts_file, tokenizer, vocab_size, temperature, seed,
-            max_error_rate, timeout, price, results_dir, store, run_id, as_json) -> None:
+            output_tokens, prefix_tokens, ignore_eos, token_ids, prompt_ids, prompts_file, tokenizer, vocab_size,
+            temperature, seed, max_error_rate, timeout, price, results_dir, store, run_id, as_json) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
     import contextlib
     import os
@@ -86,7 +90,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
                         rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
                         input_tokens=input_tokens, output_tokens=output_tokens,
                         prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, token_ids=token_ids,
-                        temperature=temperature,
+                        prompt_ids=prompt_ids, temperature=temperature,
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
     except LoadSpecError as exc:

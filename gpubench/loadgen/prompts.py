@@ -1,11 +1,11 @@
-"""Prompts of an exact length: random token ids, an optional shared prefix, or fixed text.
+"""Prompts of an exact length: random tokens, an optional shared prefix, or fixed text.
 
-/v1/completions gets token-id lists (vLLM, SGLang and TGI's OpenAI layer accept `prompt: [ids]`),
-so the server sees exactly prefix_tokens + input_tokens tokens and no tokenizer is needed here.
-A chat message has to be text: with a tokenizer, random tokens are decoded and the text is adjusted
-until it encodes back to exactly the asked length (the chat template then adds its own tokens,
-which the server's usage reports); without one, random common words stand in and the length is
-approximate (`Prompt.tokens` is None).
+With a tokenizer, random tokens are decoded and the text is adjusted until it encodes back to exactly the asked
+length, as `vllm bench serve`'s random data set does: the server tokenizes it, the work a real client's text makes
+it do (a chat template then adds its own tokens, which the server's usage reports). /v1/completions without a
+tokenizer, or with `prompt_ids`, gets token-id lists instead (vLLM, SGLang and TGI's OpenAI layer accept
+`prompt: [ids]`): exactly prefix_tokens + input_tokens tokens, and no tokenizing on either side. A chat message
+without a tokenizer is random common words, of approximate length (`Prompt.tokens` is None).
 """
 
 from __future__ import annotations
@@ -48,15 +48,21 @@ def build(spec: LoadSpec, count: int, stream: str = "timed") -> list[Prompt]:
     tokenizer = _load_tokenizer(spec.tokenizer) if spec.tokenizer else None
     ids = _allowed_ids(tokenizer, spec.vocab_size)
     prefix = [prefix_rng.choice(ids) for _ in range(spec.prefix_tokens)]
-    if spec.endpoint == "completions":
+    if sent_as(spec) == "token ids":
         return [Prompt(prefix + [rng.choice(ids) for _ in range(spec.input_tokens)], len(prefix) + spec.input_tokens)
                 for _ in range(count)]
     if tokenizer is None:
         prefix_text = " ".join(prefix_rng.choice(WORDS) for _ in range(spec.prefix_tokens))
         return [Prompt(" ".join(filter(None, [prefix_text, *(rng.choice(WORDS) for _ in range(spec.input_tokens))])),
                        None) for _ in range(count)]
-    prefix_text = tokenizer.decode(prefix)
-    return [_exact_text(tokenizer, prefix_text, spec.prefix_tokens + spec.input_tokens, ids, rng) for _ in range(count)]
+    return [_exact_text(tokenizer, prefix, spec.prefix_tokens + spec.input_tokens, ids, rng) for _ in range(count)]
+
+
+def sent_as(spec: LoadSpec) -> str:
+    """How the spec's prompts reach the server: "text" (the server tokenizes) or "token ids"."""
+    if spec.endpoint == "completions" and not spec.prompts and (spec.tokenizer is None or spec.prompt_ids):
+        return "token ids"
+    return "text"
 
 
 def _load_tokenizer(path: str):
@@ -72,21 +78,18 @@ def _allowed_ids(tokenizer, vocab_size: int) -> list[int]:
     return [i for i in range(tokenizer.vocab_size) if i not in special]
 
 
-def _exact_text(tokenizer, prefix_text: str, target: int, ids: list[int], rng: random.Random) -> Prompt:
-    """Text that encodes to `target` tokens: decoding then encoding random ids can merge or split
-    tokens, so the unique tail is trimmed or grown until the count is right."""
-    def count(text: str) -> int:
-        return len(tokenizer.encode(text, add_special_tokens=False))
-
-    tail = [rng.choice(ids) for _ in range(max(0, target - count(prefix_text)))]
-    text = prefix_text + tokenizer.decode(tail)
-    for _ in range(50):
-        n = count(text)
-        if n == target:
+def _exact_text(tokenizer, prefix: list[int], target: int, ids: list[int], rng: random.Random) -> Prompt:
+    """Text that encodes to `target` tokens, the way vLLM's random data set makes it: decoding then encoding random
+    ids can merge or split tokens, so the encoded sequence is cut or grown at its end and decoded again. A byte-level
+    tokenizer decodes its own encoding back to the same text, so the shared prefix's text stays the same."""
+    sequence = prefix + [rng.choice(ids) for _ in range(target - len(prefix))]
+    for _ in range(10):
+        text = tokenizer.decode(sequence)
+        sequence = tokenizer.encode(text, add_special_tokens=False)
+        if len(sequence) == target:
             return Prompt(text, target)
-        if n > target:
-            tail = tail[: max(0, len(tail) - (n - target))]
+        if len(sequence) > target:
+            sequence = sequence[:target]
         else:
-            tail += [rng.choice(ids) for _ in range(target - n)]
-        text = prefix_text + tokenizer.decode(tail)
+            sequence += [rng.choice(ids) for _ in range(target - len(sequence))]
     return Prompt(text, None)

@@ -75,6 +75,7 @@ class LoadRun:
         return {
             "url": self.spec.url, "errors_by_kind": self.errors, "error_examples": examples,
             "usage_mismatch_example": mismatches[0].usage_mismatch if mismatches else None,
+            "prompts_sent_as": prompts.sent_as(self.spec),
             "prompt_tokens_exact": all(r.prompt_tokens_sent is not None for r in self.records),
             "warmup_requests": len(self.warmup),
             "client_processes_cpu_pct": [round(c.cpu_pct, 1) for c in self.clients],

@@ -59,7 +59,10 @@ class LoadSpec:
     # merges them when it falls behind the engine) counts as that many tokens arrived
     token_ids: bool = False
     temperature: float = 0.0
-    tokenizer: str | None = None  # a tokenizer folder: chat prompts of exact length, ids from its vocabulary
+    tokenizer: str | None = None  # a tokenizer folder: prompts as text of exact length, ids from its vocabulary
+    # /v1/completions: send token-id lists, so the server skips tokenizing. Off, a prompt is text (as a real client's
+    # and `vllm bench serve`'s are) whenever a tokenizer is given; without one, completions always get ids.
+    prompt_ids: bool = False
     vocab_size: int = 32000  # random ids are drawn below this when no tokenizer is given
     seed: int = 42
     max_error_rate: float = 0.01  # a run with a larger share of failed requests fails

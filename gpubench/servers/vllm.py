@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,8 @@ class VllmServer(ManagedServer):
 
     def env(self) -> dict[str, str]:
         # The model is a local folder: never wait on a hub that can't be reached (or download mid-benchmark).
-        return {**os.environ, "HF_HUB_OFFLINE": "1", **self.extra_env}
+        # Dev mode serves POST /reset_prefix_cache, which load levels are separated by (as vLLM's own sweep does).
+        return {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1", **self.extra_env}
 
     @property
     def ready_url(self) -> str:
@@ -162,6 +164,18 @@ class VllmServer(ManagedServer):
     def version(self) -> str | None:
         status, body = http_get(f"{self.root_url}/version", timeout=10)
         return json.loads(body).get("version") if status == 200 else None
+
+    def reset_prefix_cache(self, tries: int = 20) -> None:
+        """Empty the prefix cache, so what a load finds cached is what it sent itself. vLLM refuses
+        ({"success": false}) while blocks are still held, e.g. by requests it is still freeing: tried again."""
+        for _ in range(tries):
+            status, body = http_get(f"{self.root_url}/reset_prefix_cache", timeout=60, method="POST")
+            if status != 200:
+                raise ServerFailed(f"vLLM /reset_prefix_cache answered {status}: {body[:200].decode(errors='replace')}")
+            if not body.strip() or json.loads(body).get("success", True):  # older releases answer 200, no body
+                return
+            time.sleep(0.5)
+        raise ServerFailed(f"vLLM's prefix cache was still in use after {tries} resets")
 
     def metrics(self) -> dict[str, float]:
         """The /metrics counters of COUNTERS that the server exports, by their short names."""
