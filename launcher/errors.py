@@ -52,5 +52,6 @@ def read_table(model: type[T], table: Any, where: str, within: str = "") -> T:
         keys = ", ".join(sorted(model.model_fields))
         raise LaunchError(f"{where}: unknown key {unknown[0]!r}{inside} (keys: {keys})")
     key = errors[0]["loc"][0] if errors[0]["loc"] else ""
-    refused = model.REFUSED.get(key) or f"{key}: {errors[0]['msg']}"
-    raise LaunchError(f"{where}: " + refused.format(value=table.get(key) if key else table))
+    if key not in model.REFUSED:
+        raise LaunchError(f"{where}: {key}: {errors[0]['msg']}")
+    raise LaunchError(f"{where}: " + model.REFUSED[key].format(value=table.get(key) if key else table))
