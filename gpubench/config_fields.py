@@ -5,24 +5,26 @@
         batch: int = param(4, "sequences per training step", min=1)
         dtype: str = param("bfloat16", "the weights' and activations' dtype", choices=DTYPES)
 
-The field's type is its annotation (int, float, str, bool, or one of them | None). One checker reads the
-declarations for `gpubench run --set` and `--check` (which the launcher runs before it asks the API for anything),
-and `gpubench show` prints each field's meaning and allowed values from them.
+The field's type is its annotation (int, float, str, bool, or one of them | None). Pydantic checks and converts the
+values against the declarations for `gpubench run --set` and `--check` (which the launcher runs before it asks the
+API for anything); `gpubench show` prints each field's meaning and allowed values from them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 # Declarations many workloads share: param("auto", "where it runs", **DEVICE), param("bfloat16", "...", choices=DTYPES)
 DEVICE = {"pattern": r"auto|cpu|cuda(:\d+)?", "allowed": "auto (cuda when available, else cpu), cpu, cuda or cuda:N"}
 DTYPES = ("bfloat16", "float16", "float32")
+NOUNS = {int: "an integer", float: "a number", bool: "true or false", str: "text"}  # the types --set converts to
 
 
 class ConfigError(ValueError):
@@ -44,7 +46,7 @@ class Param:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.allowed:
             return self.allowed
-        noun = {int: "an integer", float: "a number", bool: "true or false", str: "text"}[kind]
+        noun = NOUNS[kind]
         if self.min is not None and self.max is not None:
             return f"{noun} from {self.min:g} to {self.max:g}"
         if self.min is not None:
@@ -53,16 +55,14 @@ class Param:
             return f"{noun} <= {self.max:g}"
         return noun
 
-    def accepts(self, value: Any) -> bool:
-        if value is None:
-            return True
-        if self.choices is not None and value not in self.choices:
-            return False
-        if self.min is not None and value < self.min:
-            return False
-        if self.max is not None and value > self.max:
-            return False
-        return not (self.pattern is not None and not re.fullmatch(self.pattern, str(value)))
+    def annotation(self, kind: type) -> Any:
+        """The field's type with its declaration, for pydantic. A number must be finite: NaN passes every range
+        check and infinity would run forever."""
+        if self.choices is not None:  # converted to the field's type first: --set n=2 is one of (1, 2, 4)
+            return Annotated[Literal[self.choices], BeforeValidator(TypeAdapter(kind).validate_python)]
+        limits = {"ge": self.min, "le": self.max, "pattern": self.pattern and f"^(?:{self.pattern})$",
+                  "allow_inf_nan": False if kind is float else None}
+        return Annotated[kind, Field(**{k: v for k, v in limits.items() if v is not None})]
 
 
 def param(default: Any, meaning: str, *, min: float | None = None, max: float | None = None,  # noqa: A002
@@ -94,34 +94,14 @@ def fields(config_cls: type) -> dict[str, dataclasses.Field]:
 
 def allowed(config_cls: type, name: str) -> str:
     """What `gpubench show` and the error line say a field takes."""
-    field = fields(config_cls)[name]
-    declared = declaration(field) or Param("")
-    words = declared.describe(field_type(config_cls, name))
+    words = (declaration(fields(config_cls)[name]) or Param("")).describe(field_type(config_cls, name))
     return words + (", or none" if optional(config_cls, name) else "")
 
 
-_BAD = object()  # a text that is not of the field's type
-
-
-def _convert(text: str, kind: type, nullable: bool) -> Any:
-    if nullable and text.lower() in ("", "none"):
-        return None
-    if kind is bool:
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(text)
-    if kind is int:
-        return int(text)
-    if kind is float:
-        value = float(text)
-        if not math.isfinite(value):  # nan passes every comparison; inf would run forever
-            raise ValueError(text)
-        return value
-    if kind is str:
-        return text
-    raise TypeError(kind)
+@cache
+def _validator(config_cls: type, name: str) -> TypeAdapter:
+    annotation = (declaration(fields(config_cls)[name]) or Param("")).annotation(field_type(config_cls, name))
+    return TypeAdapter(annotation | None if optional(config_cls, name) else annotation)
 
 
 def parse(config_cls: type, name: str, text: str) -> Any:
@@ -130,22 +110,22 @@ def parse(config_cls: type, name: str, text: str) -> Any:
     if name not in known:
         raise ConfigError(f"--set {name}: unknown config field of this workload; valid: {', '.join(known)}")
     kind = field_type(config_cls, name)
+    if kind not in NOUNS:
+        raise ConfigError(f"--set {name}: a field of type {kind} cannot be set from the command line")
+    if optional(config_cls, name) and text.lower() in ("", "none"):
+        return None
     try:
-        value = _convert(text, kind, optional(config_cls, name))
-    except ValueError:
-        value = _BAD
-    except TypeError:
-        raise ConfigError(f"--set {name}: a field of type {kind} cannot be set from the command line") from None
-    declared = declaration(known[name])
-    if value is _BAD or (declared is not None and not declared.accepts(value)):
-        raise ConfigError(f"--set {name}={text}: {name} must be {allowed(config_cls, name)}")
-    return value
+        return _validator(config_cls, name).validate_python(text)
+    except ValidationError:
+        raise ConfigError(f"--set {name}={text}: {name} must be {allowed(config_cls, name)}") from None
 
 
 def check(config: Any) -> None:
-    """Every field of a built config against its declaration (the defaults and --smoke's values included)."""
-    for name, field in fields(type(config)).items():
-        declared = declaration(field)
+    """Every field of a built config against its declaration (the defaults and --smoke's values included), each
+    already of its field's type: a SMOKE value "4" for an int is refused, not converted."""
+    for name in fields(type(config)):
         value = getattr(config, name)
-        if declared is not None and not declared.accepts(value):
-            raise ConfigError(f"config {name}={value!r}: {name} must be {allowed(type(config), name)}")
+        try:
+            _validator(type(config), name).validate_python(value, strict=True)
+        except ValidationError:
+            raise ConfigError(f"config {name}={value!r}: {name} must be {allowed(type(config), name)}") from None

@@ -19,6 +19,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpubench.catalog import WORKLOADS, WorkloadSpec
 
@@ -34,8 +35,9 @@ FROM_IMAGE = {"vllm": "vllm/vllm-openai", "ollama": "ollama/ollama"}
 BAKE_IGNORE = ["*.onnx", "*.onnx_data", "onnx/*", "openvino/*", "*.msgpack", "*.h5", "*.ot", "*.tflite",
                "coreml/*", "flax_model*", "tf_model*", "rust_model*"]
 
-_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-_REQUIREMENT = re.compile(rf"^({_NAME})(\[[^\]]*\])?\s*([^;]*?)\s*(;.*)?$")
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
 _HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -83,10 +85,6 @@ class Pin:
     path: str  # the file it is listed in (a requirements.in may include others)
 
 
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def relative(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
@@ -117,6 +115,11 @@ def _logical_lines(text: str, comment_in_continuation: bool = False):
 
 def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[str, Pin], list[Finding]]:
     """Requirements of a requirements.in or lock file, following `-r` includes."""
+    # packaging comes with the dev install (image checks, locks), imported here rather than above: the base stack's
+    # images run this module (bake-weights) without it, and an installed gpubench has no requirement files to read.
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     seen = _seen if _seen is not None else set()
     pins: dict[str, Pin] = {}
     findings: list[Finding] = []
@@ -141,24 +144,39 @@ def parse_requirements(path: Path, root: Path = REPO, _seen=None) -> tuple[dict[
             findings.append(Finding(where, line, f"option line not allowed here: {text.split()[0]}"))
             continue
         body = _HASH.sub("", text).strip()
-        match = _REQUIREMENT.match(body)
-        if not match:
+        try:
+            requirement = Requirement(body)
+        except InvalidRequirement:
             findings.append(Finding(where, line, f"cannot read requirement {body!r}"))
             continue
-        name, spec = normalize(match.group(1)), match.group(3).strip()
-        exact = re.fullmatch(r"===?\s*([A-Za-z0-9.+!_-]+)", spec)
+        name = canonicalize_name(requirement.name)
         if name in pins:
             findings.append(Finding(where, line, f"{name} is listed twice (first on line {pins[name].line})"))
             continue
-        pins[name] = Pin(name, exact.group(1) if exact else None, spec, len(_HASH.findall(text)), line, where)
+        pins[name] = Pin(name, exact_version(requirement), str(requirement.specifier), len(_HASH.findall(text)), line,
+                         where)
     return pins, findings
 
 
-def locked_versions(lock: Path) -> dict[str, str | None]:
+def exact_version(requirement: Requirement) -> str | None:
+    """The one version a requirement pins (==X or ===X, no wildcard); None for a range or no version."""
+    specifiers = list(requirement.specifier)
+    if len(specifiers) == 1 and specifiers[0].operator in ("==", "===") and not specifiers[0].version.endswith("*"):
+        return specifiers[0].version
+    return None
+
+
+def locked_versions(lock: Path, names=None) -> dict[str, str | None]:
+    """{name: version} of a lock's pins, by canonical name, or by each of `names` as written (those it pins)."""
     if not lock.exists():
         return {}
+    from packaging.utils import canonicalize_name
+
     pins, _ = parse_requirements(lock, lock.parent)
-    return {name: pin.version for name, pin in pins.items()}
+    versions = {name: pin.version for name, pin in pins.items()}
+    if names is None:
+        return versions
+    return {name: versions[canonicalize_name(name)] for name in names if canonicalize_name(name) in versions}
 
 
 # ---- Dockerfiles --------------------------------------------------------------------------------------------------
@@ -303,12 +321,12 @@ def image_rows(root: Path = REPO) -> list[dict]:
     rows = []
     for spec in WORKLOADS:
         lock = folder(spec, root) / "requirements.lock"
-        pins = locked_versions(lock)
+        pins = locked_versions(lock, spec.dependencies)
         sources = image_sources(dockerfile_of(spec, root), root, stack_for(spec))
         locked = {}
         for dep in spec.dependencies:
             provider = image_provider(dep, sources)
-            locked[dep] = image_version(provider[1]) if provider else pins.get(normalize(dep))
+            locked[dep] = image_version(provider[1]) if provider else pins.get(dep)
         rows.append({"name": spec.name, "image": image_ref(spec), "folder": f"{IMAGES}/{spec.name}",
                      "implemented": spec.implemented, "locked": locked})
     return rows

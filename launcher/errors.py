@@ -5,6 +5,10 @@ Several runs: 130 if any was interrupted, otherwise the highest code.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
 from gpubench.exit_codes import (  # noqa: F401  (re-exported: the launcher's modules use errors.X)
     BAD_INPUT,
     INTERRUPTED,
@@ -16,6 +20,7 @@ from gpubench.exit_codes import (  # noqa: F401  (re-exported: the launcher's mo
 )
 
 LAUNCHER_TROUBLE = KEPT_LOCALLY
+T = TypeVar("T", bound=BaseModel)
 
 
 class LaunchError(Exception):
@@ -33,9 +38,20 @@ def combine(codes: list[int]) -> int:
     return max(codes, default=OK)
 
 
-def refuse_unknown_keys(table: dict, known: set[str] | frozenset[str], where: str, within: str = "") -> None:
-    """One line naming the first key a plan's table should not have, and the keys it may have."""
-    unknown = sorted(set(table) - known)
+def read_table(model: type[T], table: Any, where: str, within: str = "") -> T:
+    """A plan's table as its pydantic model (extra keys forbidden), or one line: the first key it should not have with
+    the keys it may have, else the model's `REFUSED` line for the first key whose value it refuses ("" is the
+    table itself: not a table)."""
+    try:
+        return model.model_validate(table)
+    except ValidationError as exc:
+        errors = exc.errors()
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
     if unknown:
         inside = f" in {within}" if within else ""
-        raise LaunchError(f"{where}: unknown key {unknown[0]!r}{inside} (keys: {', '.join(sorted(known))})")
+        keys = ", ".join(sorted(model.model_fields))
+        raise LaunchError(f"{where}: unknown key {unknown[0]!r}{inside} (keys: {keys})")
+    key = errors[0]["loc"][0] if errors[0]["loc"] else ""
+    if key not in model.REFUSED:
+        raise LaunchError(f"{where}: {key}: {errors[0]['msg']}")
+    raise LaunchError(f"{where}: " + model.REFUSED[key].format(value=table.get(key) if key else table))

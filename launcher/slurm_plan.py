@@ -22,13 +22,13 @@ import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
-from gpubench.launcher.errors import LaunchError, refuse_unknown_keys
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpubench.launcher.errors import LaunchError, read_table
 from gpubench.registry import UnknownName
 
-SLURM_KEYS = {"python", "container", "time_margin_minutes", "max_gpu_hours", "sbatch_args", "gpus"}
-GPU_KEYS = {"partition", "gres"}
 CONTAINERS = ("pyxis", "apptainer")
 SIDE_DIR = ".slurm"  # beside the run folders: each run's batch script, Slurm output file and exit code
 SIGINT_BEFORE_LIMIT_S = 60  # --signal=INT@60: the run is interrupted (and stores) before Slurm kills it
@@ -98,46 +98,59 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
+class SlurmTable(BaseModel):
+    """The [slurm] table, as written."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    REFUSED: ClassVar[dict[str, str]] = {
+        "": "write the cluster as a [slurm] table",
+        "container": f"[slurm] container must be one of {', '.join(CONTAINERS)}, not {{value!r}}",
+        "python": "the Slurm Python must be an absolute path on the nodes, not {value!r}",
+        "time_margin_minutes": "[slurm] time_margin_minutes must be a whole number from 0 to 1440",
+        "max_gpu_hours": "[slurm] max_gpu_hours must be a positive number, not {value!r}",
+        "sbatch_args": "[slurm] sbatch_args must be a list of sbatch options, e.g. [\"--account=x\"]",
+        "gpus": "[slurm.gpus] is missing: map each GPU name of the plan to a partition,"
+                " e.g. H100 = {{ partition = \"h100\", gres = \"gpu:h100\" }}",
+    }
+
+    container: Literal[CONTAINERS] | None = None
+    python: Annotated[str, Field(pattern="^/")] | None = None
+    time_margin_minutes: Annotated[int, Field(ge=0, le=1440)] = 10
+    max_gpu_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    sbatch_args: list[Annotated[str, Field(pattern="^--")]] = []
+    gpus: Annotated[dict[str, Any], Field(min_length=1)]
+
+
+class GpuTable(BaseModel):
+    """One entry of [slurm.gpus], as written."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    REFUSED: ClassVar[dict[str, str]] = {
+        "": "must be {{ partition = \"NAME\" }}, with gres optional",
+        "partition": "must be {{ partition = \"NAME\" }}, with gres optional",
+        "gres": "gres must be like \"gpu:h100\" (or \"\" for none)",
+    }
+
+    partition: Annotated[str, Field(min_length=1)]
+    gres: Annotated[str, Field(pattern="^(gpu|$)")] | None = None
+
+
 def parse_slurm(table: Any, where: str, python: str | None = None) -> SlurmConfig:
     """The [slurm] table, checked; `python` (--slurm-python) chooses the Python-environment way over the table's."""
-    if not isinstance(table, dict):
-        raise LaunchError(f"{where}: write the cluster as a [slurm] table")
-    refuse_unknown_keys(table, SLURM_KEYS, where, "[slurm]")
-    container = table.get("container")
-    if container is not None and container not in CONTAINERS:
-        raise LaunchError(f"{where}: [slurm] container must be one of {', '.join(CONTAINERS)}, not {container!r}")
-    python = python or table.get("python")
-    if python is not None and (not isinstance(python, str) or not python.startswith("/")):
-        raise LaunchError(f"{where}: the Slurm Python must be an absolute path on the nodes, not {python!r}")
-    if python:
-        container = None
-    if python is None and container is None:
+    if python and isinstance(table, dict):
+        table = {**table, "python": python}
+    slurm = read_table(SlurmTable, table, where, "[slurm]")
+    if slurm.python is None and slurm.container is None:
         raise LaunchError(f"{where}: say where the job's gpubench comes from: [slurm] python = \"/path/bin/python\""
                           " (or --slurm-python), or container = \"pyxis\" / \"apptainer\"")
-    margin = table.get("time_margin_minutes", 10)
-    if isinstance(margin, bool) or not isinstance(margin, int) or not 0 <= margin <= 1440:
-        raise LaunchError(f"{where}: [slurm] time_margin_minutes must be a whole number from 0 to 1440")
-    hours = table.get("max_gpu_hours")
-    if hours is not None and (isinstance(hours, bool) or not isinstance(hours, int | float) or not hours > 0):
-        raise LaunchError(f"{where}: [slurm] max_gpu_hours must be a positive number, not {hours!r}")
-    extra = table.get("sbatch_args", [])
-    if not isinstance(extra, list) or not all(isinstance(a, str) and a.startswith("--") for a in extra):
-        raise LaunchError(f"{where}: [slurm] sbatch_args must be a list of sbatch options, e.g. [\"--account=x\"]")
-    gpus_table = table.get("gpus")
-    if not isinstance(gpus_table, dict) or not gpus_table:
-        raise LaunchError(f"{where}: [slurm.gpus] is missing: map each GPU name of the plan to a partition,"
-                          " e.g. H100 = { partition = \"h100\", gres = \"gpu:h100\" }")
     gpus = {}
-    for name, entry in gpus_table.items():
-        if not isinstance(entry, dict) or set(entry) - GPU_KEYS or not isinstance(entry.get("partition"), str) \
-                or not entry["partition"]:
-            raise LaunchError(f"{where}: [slurm.gpus] {name} must be {{ partition = \"NAME\" }}, with gres optional")
-        gres = entry.get("gres")
-        if gres is not None and (not isinstance(gres, str) or (gres and not gres.startswith("gpu"))):
-            raise LaunchError(f"{where}: [slurm.gpus] {name}: gres must be like \"gpu:h100\" (or \"\" for none)")
-        gpus[name] = SlurmGpu(name=name, partition=entry["partition"], gres=gres)
-    return SlurmConfig(gpus=gpus, python=python, container=container, time_margin_minutes=margin,
-                       max_gpu_hours=None if hours is None else float(hours), sbatch_args=tuple(extra), source=where)
+    for name, entry in slurm.gpus.items():
+        gpu = read_table(GpuTable, entry, f"{where}: [slurm.gpus] {name}")
+        gpus[name] = SlurmGpu(name=name, partition=gpu.partition, gres=gpu.gres)
+    container = None if slurm.python else slurm.container
+    return SlurmConfig(gpus=gpus, python=slurm.python, container=container,
+                       time_margin_minutes=slurm.time_margin_minutes, max_gpu_hours=slurm.max_gpu_hours,
+                       sbatch_args=tuple(slurm.sbatch_args), source=where)
 
 
 def time_limit_minutes(expected_minutes: float, margin: int) -> int:

@@ -24,18 +24,15 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
 
 import click
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpubench.launcher.errors import LaunchError, refuse_unknown_keys
+from gpubench.launcher.errors import LaunchError, read_table
 from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
 from gpubench.launcher.run_check import check_run_command
-from gpubench.params import POSITIVE_USD
 from gpubench.run_args import RunArgs
-
-PLAN_KEYS = {"name", "max_usd", "capacity_wait_minutes", "max_runtime_minutes", "cell", "slurm"}
-CELL_KEYS = {"workload", "gpus", "args"}
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 
 # The `gpubench run` arguments a cell may pass through (as `gpubench-launch WORKLOAD` takes them).
 CELL_ARGS = ("smoke", "setups", "repeats", "overrides", "weights")
@@ -80,6 +77,41 @@ class Plan:
         return f"{self.name}-{hashlib.sha256(json.dumps(content).encode()).hexdigest()[:8]}"
 
 
+class PlanTable(BaseModel):
+    """The plan file's top level, as written."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    REFUSED: ClassVar[dict[str, str]] = {
+        "name": "name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit",
+        "max_usd": "max_usd must be a positive number of dollars, not {value!r}",
+        "capacity_wait_minutes": "capacity_wait_minutes must be a whole number from 0 to 1440",
+        "max_runtime_minutes": "max_runtime_minutes must be a whole number from 1 to 10080",
+        "cell": "write cells as [[cell]] tables",
+    }
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")]
+    max_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    capacity_wait_minutes: Annotated[int, Field(ge=0, le=1440)] | None = None
+    max_runtime_minutes: Annotated[int, Field(ge=1, le=10080)] | None = None
+    cell: list[dict[str, Any]] = []
+    slurm: Any = None  # checked by slurm_plan.parse_slurm
+
+
+class CellTable(BaseModel):
+    """One [[cell]] table, as written."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    REFUSED: ClassVar[dict[str, str]] = {
+        "workload": "give workload = \"NAME\" (gpubench list)",
+        "gpus": "give gpus = [\"L40S\", ...], one GPU type or more",
+        "args": "args must be a list of strings, e.g. [\"--smoke\", \"--setups\", \"a,b\"]",
+    }
+
+    workload: Annotated[str, Field(min_length=1)]
+    gpus: Annotated[list[Annotated[str, Field(pattern=r"^\s*\S")]], Field(min_length=1)]
+    args: list[str] = []
+
+
 def load_plan(path: str | Path) -> Plan:
     """The plan, checked; a LaunchError (one line, exit 2) for anything wrong, before any request."""
     path = Path(path)
@@ -92,29 +124,11 @@ def load_plan(path: str | Path) -> Plan:
         raise LaunchError(f"{where} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise LaunchError(f"{where}: TOML syntax error: {exc}") from None
-    refuse_unknown_keys(data, PLAN_KEYS, where)
-    name = data.get("name", re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-") or "sweep")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise LaunchError(f"{where}: name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit")
-    max_usd = data.get("max_usd")
-    if max_usd is None and "slurm" in data:
-        pass  # a cluster's cap is GPU-hours ([slurm] max_gpu_hours), if any
-    elif max_usd is None:
+    stem = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-") or "sweep"
+    table = read_table(PlanTable, {"name": stem, **data}, where)
+    if table.max_usd is None and table.slurm is None:  # a cluster's cap is GPU-hours ([slurm] max_gpu_hours), if any
         raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
-    elif isinstance(max_usd, bool) or not isinstance(max_usd, int | float) or POSITIVE_USD.problem(max_usd):
-        raise LaunchError(f"{where}: max_usd must be a positive number of dollars, not {max_usd!r}")
-    wait = data.get("capacity_wait_minutes")
-    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 1440):
-        raise LaunchError(f"{where}: capacity_wait_minutes must be a whole number from 0 to 1440")
-    runtime = data.get("max_runtime_minutes")
-    if runtime is not None and (isinstance(runtime, bool) or not isinstance(runtime, int) or not 1 <= runtime <= 10080):
-        raise LaunchError(f"{where}: max_runtime_minutes must be a whole number from 1 to 10080")
-    tables = data.get("cell", [])
-    if not isinstance(tables, list):
-        raise LaunchError(f"{where}: write cells as [[cell]] tables")
-    cells: list[Cell] = []
-    for n, table in enumerate(tables, 1):
-        cells += _cells(table, f"{where}, cell {n}")
+    cells = [cell for n, cell_table in enumerate(table.cell, 1) for cell in _cells(cell_table, f"{where}, cell {n}")]
     if not cells:
         raise LaunchError(f"{where}: the matrix is empty: add [[cell]] tables with a workload and gpus")
     seen = set()
@@ -123,29 +137,19 @@ def load_plan(path: str | Path) -> Plan:
         if key in seen:
             raise LaunchError(f"{where}: {cell.label} on {cell.gpu} is in the plan twice")
         seen.add(key)
-    return Plan(name=name, max_usd=None if max_usd is None else float(max_usd), cells=tuple(cells),
-                capacity_wait_minutes=wait, max_runtime_minutes=runtime, source=str(path), slurm=data.get("slurm"))
+    return Plan(name=table.name, max_usd=table.max_usd, cells=tuple(cells),
+                capacity_wait_minutes=table.capacity_wait_minutes, max_runtime_minutes=table.max_runtime_minutes,
+                source=str(path), slurm=table.slurm)
 
 
-def _cells(table, where: str) -> list[Cell]:
-    if not isinstance(table, dict):
-        raise LaunchError(f"{where}: write cells as [[cell]] tables")
-    refuse_unknown_keys(table, CELL_KEYS, where)
-    workload = table.get("workload")
-    if not isinstance(workload, str) or not workload:
-        raise LaunchError(f"{where}: give workload = \"NAME\" (gpubench list)")
+def _cells(written: dict, where: str) -> list[Cell]:
+    table = read_table(CellTable, written, where)
     try:
-        spec = resolve_workload(workload)
+        spec = resolve_workload(table.workload)
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
-    gpus = table.get("gpus")
-    if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
-        raise LaunchError(f"{where}: give gpus = [\"L40S\", ...], one GPU type or more")
-    args = table.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise LaunchError(f"{where}: args must be a list of strings, e.g. [\"--smoke\", \"--setups\", \"a,b\"]")
     try:
-        parsed = RunArgs.from_argv([spec.name, *args], allowed=CELL_ARGS)
+        parsed = RunArgs.from_argv([spec.name, *table.args], allowed=CELL_ARGS)
     except click.ClickException as exc:
         raise LaunchError(f"{where}: bad args: {exc.format_message()}") from None
     try:
@@ -155,6 +159,6 @@ def _cells(table, where: str) -> list[Cell]:
         check_run_command(run_command(spec, setups, parsed.smoke, parsed.repeats, overrides, parsed.weights))
     except LaunchError as exc:
         raise LaunchError(f"{where}: {exc}") from None
-    return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(args), smoke=parsed.smoke,
+    return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(table.args), smoke=parsed.smoke,
                  setups=tuple(setups) if setups else None, repeats=parsed.repeats, overrides=overrides,
-                 weights=parsed.weights) for gpu in gpus]
+                 weights=parsed.weights) for gpu in table.gpus]

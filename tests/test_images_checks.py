@@ -7,7 +7,7 @@ from pathlib import Path
 from repo_tools import load
 
 from gpubench.catalog import WorkloadSpec
-from gpubench.images import REPO, TEMPLATE, VLLM_BASE
+from gpubench.images import REPO, TEMPLATE, VLLM_BASE, parse_requirements
 
 checks = load("image_checks")
 check_dockerfile, check_lock, check_registry = checks.check_dockerfile, checks.check_lock, checks.check_registry
@@ -95,6 +95,18 @@ def test_unpinned_package_in_a_lock_is_caught(tmp_path):
     assert messages(check_lock(lock, root=tmp_path)) == [
         "images/x/requirements.lock:2: requests is not pinned to one version (>=2); a lock pins ==X.Y.Z",
         "images/x/requirements.lock:3: numpy is not pinned to one version (any version); a lock pins ==X.Y.Z"]
+
+
+def test_requirement_lines_are_read_as_pip_reads_them(tmp_path):
+    path = write(tmp_path, "images/x/requirements.in", "Sentence_Transformers[onnx]==5.1.0 ; python_version >= '3.11'\n"
+                 "torch===2.8.0\nnumpy==2.*\nrich>=13,<15\nnot a requirement\nsentence-transformers==5.1.1\n")
+    pins, findings = parse_requirements(path, tmp_path)
+    assert {name: pin.version for name, pin in pins.items()} == {
+        "sentence-transformers": "5.1.0", "torch": "2.8.0", "numpy": None, "rich": None}
+    assert pins["rich"].spec == "<15,>=13"
+    assert messages(findings) == [
+        "images/x/requirements.in:5: cannot read requirement 'not a requirement'",
+        "images/x/requirements.in:6: sentence-transformers is listed twice (first on line 1)"]
 
 
 def test_lock_entry_without_a_hash_is_caught(tmp_path):

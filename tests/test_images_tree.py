@@ -7,6 +7,8 @@ import re
 import tomllib
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from repo_tools import load
 
 from gpubench import __version__
@@ -93,7 +95,7 @@ def test_base_stack_is_cuda_12_8_on_ubuntu_24_04_with_gcc_uv_and_a_torch_asserti
 
 def test_every_lock_carries_gpubench_runtime_dependencies():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    declared = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    declared = {canonicalize_name(Requirement(d).name) for d in project["dependencies"]}
     shared, _ = parse_requirements(REPO / "images/_layers/gpubench.in")
     assert declared <= set(shared)
     for lock in [*(s.lock for s in STACKS), *(f"images/{s.name}/requirements.lock" for s in SPECS)]:

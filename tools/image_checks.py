@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -32,7 +34,6 @@ from gpubench.images import (  # noqa: E402
     image_sources,
     image_version,
     locked_versions,
-    normalize,
     parse_requirements,
     relative,
     stack_for,
@@ -160,7 +161,7 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
         findings.append(Finding(TEMPLATE, 1, "does not install images/${WORKLOAD}/requirements.lock"))
     if req_in.exists():  # the study's versions are written once, in the catalog: lock_images.py adds them
         for pin in parse_requirements(req_in, root)[0].values():
-            declared = {normalize(d): d for d in spec.dependencies}.get(pin.name)
+            declared = {canonicalize_name(d): d for d in spec.dependencies}.get(pin.name)
             if declared and pin.version and pin.path == f"{rel}/requirements.in":
                 findings.append(Finding(pin.path, pin.line, f"{pin.name}=={pin.version} is the catalog's pin "
                                         f"({CATALOG}:{_catalog_line(spec.name, root)}): leave it out here"))
@@ -174,7 +175,7 @@ def check_workload_image(spec: WorkloadSpec, root: Path = REPO) -> list[Finding]
                 findings.append(Finding(where, ref.line, f"{ref.ref} but {CATALOG}:"
                                         f"{_catalog_line(spec.name, root)} declares {dep} {version}"))
             continue
-        pin = pins.get(normalize(dep))
+        pin = pins.get(canonicalize_name(dep))
         if pin is None:
             findings.append(Finding(f"{rel}/requirements.lock", 1, f"{dep} is not locked; {CATALOG}:"
                                     f"{_catalog_line(spec.name, root)} declares {dep}=={version}"))

@@ -26,6 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -90,7 +93,7 @@ def vllm_constraints(folder: Path, tag: str, work: Path, stack_lock: Path | None
         compile_lock([shipped_in], shipped, hashes=False, exclude_newer=date)
     own = {name for name, pin in parse_requirements(requirements, ROOT)[0].items() if pin.version}
     kept = [line for line in shipped.read_text().splitlines()
-            if line.strip() and line.split("==")[0].strip().lower().replace("_", "-") not in own]
+            if line.strip() and not line.startswith("#") and canonicalize_name(Requirement(line).name) not in own]
     constraints = work / f"{folder.name}-ships.txt"
     constraints.write_text("\n".join(kept) + "\n")
     # vllm itself joins the resolution, so the added pins must also satisfy vllm's own requirements.

@@ -28,7 +28,7 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
     prices, said = None, "as stored with the runs (set RUNCRATE_API_KEY for current Runcrate prices)"
     if os.environ.get("RUNCRATE_API_KEY"):
         try:
-            prices = recommend.current_prices()
+            prices = current_prices()
             said = "current Runcrate prices (GET /instances/types, cheapest 1-GPU rate per type); stored where a" \
                    " GPU has none there"
         except Exception as exc:  # noqa: BLE001 - no SDK, a bad key, no network: the stored prices still answer
@@ -39,3 +39,14 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
     except recommend.RecommendError as exc:
         raise CliError(str(exc)) from None
     click.echo(recommend.markdown(answer))
+
+
+def current_prices() -> dict[str, float]:
+    """Each Runcrate GPU type's cheapest 1-GPU hourly rate now (GET /instances/types); needs RUNCRATE_API_KEY."""
+    from gpubench.launcher.launch import instance_types
+
+    prices: dict[str, float] = {}
+    for row in instance_types():
+        if row.gpu_count == 1 and row.hourly_rate:
+            prices[row.gpu_type] = min(prices.get(row.gpu_type, row.hourly_rate), row.hourly_rate)
+    return prices

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from gpubench.loadgen.client import RequestRecord
 from gpubench.stats import percentile
+from gpubench.verdict_thresholds import thresholds
 from gpubench.workload import MetricDef
 
 PERCENTILES = (50, 90, 95, 99)
@@ -64,8 +65,6 @@ LOAD_METRICS: dict[str, MetricDef] = {
 
 
 def client_saturated_pct() -> float:
-    from gpubench.results.verdict import thresholds
-
     return thresholds()["client_saturated"]
 
 

@@ -80,17 +80,6 @@ class Answer:
         return min(found, key=lambda c: c.energy.median, default=None)
 
 
-def current_prices() -> dict[str, float]:
-    """Each Runcrate GPU type's cheapest 1-GPU hourly rate now (GET /instances/types); needs RUNCRATE_API_KEY."""
-    from gpubench.launcher.launch import instance_types
-
-    prices: dict[str, float] = {}
-    for row in instance_types():
-        if row.gpu_count == 1 and row.hourly_rate:
-            prices[row.gpu_type] = min(prices.get(row.gpu_type, row.hourly_rate), row.hourly_rate)
-    return prices
-
-
 def study(name: str) -> WorkloadSpec:
     try:
         return WORKLOADS.get(name)
