@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-SCHEMA_VERSION = "1.2"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory
+SCHEMA_VERSION = "1.3"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
+# 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name
 
 # Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
 # host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
@@ -121,6 +123,35 @@ class VerdictFacts(_Model):
 VERDICT_INFO = ("verdict", "verdict_basis", "verdict_figures")  # where results before 1.2 kept it, in info
 
 
+class BusiestThread(_Model):
+    """The host thread that was the busiest in the most sampled intervals."""
+
+    name: str = Field(description="its name (comm); '?' when it had gone before it could be read")
+    role: str | None = Field(None, description="its process's role (data/process_roles.csv), e.g. engine_core")
+    pid: int
+    tid: int
+    busiest_in: int = Field(description="the intervals in which it was the busiest thread")
+    intervals: int = Field(description="the intervals sampled")
+
+
+class UtilisationFacts(_Model):
+    """What the utilisation sampler (gpubench/run/utilisation.py) covered, or why it sampled nothing. Its figures
+    are metrics (util_samples, gpu_busy_pct, host_cpu_pct...); these are the facts that say what they cover."""
+
+    scope: Literal["timed", "setup"] | None = Field(
+        None, description="timed: the workload's timed phases; setup: the whole setup (it reported no timed phase)")
+    samples: int | None = Field(None, description="the samples summarised")
+    seconds: float | None = Field(None, description="the time those samples span; None before 1.3")
+    sample_s: float | None = Field(None, description="the sampling interval")
+    cores: int | None = Field(None, description="the CPUs the worker could run on")
+    gpu_index: int | None = Field(None, description="the visible GPU the GPU figures are of: the busiest")
+    gpu_busy_pct_each: list[float] = Field([], description="each visible GPU's mean busy share, when several")
+    clock_event_reasons_pct: dict[str, float] = Field({}, description="clock-event reason -> % of the samples")
+    busiest_thread: BusiestThread | None = None
+    no_gpu_figures: str | None = Field(None, description="why there are no GPU figures (NVML's reason)")
+    not_sampled: str | None = Field(None, description="why nothing was sampled: GPUBENCH_UTILISATION=off")
+
+
 class SetupResult(_Record):
     kind: Literal["result"] = "result"
     setup: str
@@ -128,11 +159,15 @@ class SetupResult(_Record):
     status: Status
     metrics: dict[str, Metric] = {}
     error: str | None = None
-    device: str | None = Field(None, description="the device the setup actually ran on")
+    device: str | None = Field(None, description='the device the setup ran on, "cuda:N" or "cpu" (the config\'s, '
+                                                 'resolved; before 1.3 a GPU\'s name followed: "cuda:0 NVIDIA H200")')
+    device_name: str | None = Field(None, description="the GPU's name as torch gives it, when it ran on one")
+    dtype: str | None = Field(None, description="the dtype its compute ran in (its matmuls), when it has one")
     duration_s: float | None = None
     info: dict[str, Any] = Field({}, description="non-numeric facts: a data set's revision, a topology, a reason")
     energy: EnergyFacts | None = Field(None, description="ok results of schema 1.2 on: the energy's source or absence")
     verdict: VerdictFacts | None = Field(None, description="what bounded an ok result, added by the runner")
+    utilisation: UtilisationFacts | None = Field(None, description="what the utilisation figures cover, or why none")
 
     @model_validator(mode="before")
     @classmethod
@@ -141,11 +176,13 @@ class SetupResult(_Record):
 
 
 def upgraded(data: Any) -> Any:
-    """A result or derived record as stored before 1.2, with its peak memory under today's name and unit (a GPU's
-    peak wins over the host's RSS where a record had both) and its verdict out of info into its field; other
-    records and newer ones as they are."""
+    """A result or derived record as stored before 1.3, with its peak memory under today's name and unit (a GPU's
+    peak wins over the host's RSS where a record had both) and its verdict, utilisation, dtype and device out of
+    info into their fields; other records and newer ones as they are."""
     if not isinstance(data, dict):
         return data
+    if data.get("kind") == "result" and _older_than(data, (1, 3)):
+        data = _harness_facts_out_of_info(data)
     info = data.get("info")
     if isinstance(info, dict) and info.get("verdict") and data.get("verdict") is None:
         data = {**data, "info": {k: v for k, v in info.items() if k not in VERDICT_INFO},
@@ -163,6 +200,75 @@ def upgraded(data: Any) -> Any:
             continue  # the GPU's figure is the device's peak
         metrics[new] = {**metric, "value": metric["value"] * factor, "unit": GIB}
     return {**data, "metrics": metrics}
+
+
+def _older_than(data: dict[str, Any], version: tuple[int, int]) -> bool:
+    """Whether a record as read says an older version; one made in code (no version yet) is current."""
+    try:
+        return tuple(int(part) for part in str(data["schema_version"]).split(".")[:2]) < version
+    except (KeyError, ValueError):
+        return False
+
+
+# Where results before 1.3 kept the harness's facts, in info: the sampler's, and the dtype the workload said it
+# computed in (compute_dtype, else dtype); their device named the GPU after its index.
+UTILISATION_INFO, DTYPE_INFO = "utilisation", ("compute_dtype", "dtype")
+_NAMED_DEVICE = re.compile(r"(cuda:\d+) (.+)")
+_THREAD = re.compile(r"(?P<label>.*) \(pid (?P<pid>\d+), tid (?P<tid>\d+); busiest in (?P<n>\d+) of (?P<of>\d+)\)")
+
+
+def _harness_facts_out_of_info(data: dict[str, Any]) -> dict[str, Any]:
+    """A result stored before 1.3 with the sampler's facts, the dtype and the device in their fields. A device only
+    info named (CTranslate2's, when torch was not loaded) becomes the device."""
+    data = {**data}
+    device = data.get("device")
+    named = _NAMED_DEVICE.fullmatch(device) if isinstance(device, str) else None
+    if named and data.get("device_name") is None:
+        data["device"], data["device_name"] = named.groups()
+    if not isinstance(data.get("info"), dict):
+        return data
+    info = data["info"] = {**data["info"]}
+    sampled = info.pop(UTILISATION_INFO, None)
+    if isinstance(sampled, dict) and data.get("utilisation") is None:
+        data["utilisation"] = _utilisation_from_info(sampled, data.get("metrics"))
+    said = [info.pop(key, None) for key in DTYPE_INFO]
+    if data.get("dtype") is None:
+        data["dtype"] = next((str(dtype) for dtype in said if dtype), None)
+    said_device = info.pop("device", None)
+    if data.get("device") is None and isinstance(said_device, str):
+        data["device"] = said_device
+    return data
+
+
+def _utilisation_from_info(info: dict[str, Any], metrics: Any) -> dict[str, Any]:
+    samples = metrics.get("util_samples") if isinstance(metrics, dict) else None
+    scope = info.get("scope")
+    return {
+        "scope": None if scope is None else "timed" if scope == "timed" else "setup",
+        "samples": int(samples["value"]) if isinstance(samples, dict) and samples.get("value") is not None else None,
+        "sample_s": info.get("sample_s"), "cores": info.get("cores"), "gpu_index": info.get("gpu_index"),
+        "gpu_busy_pct_each": info.get("gpu_busy_pct_each") or [],
+        "clock_event_reasons_pct": info.get("clock_event_reasons_pct") or {},
+        "busiest_thread": _thread_from_text(info.get("busiest_thread")),
+        "no_gpu_figures": info.get("no_gpu_figures"), "not_sampled": info.get("off"),
+    }
+
+
+def _thread_from_text(text: Any) -> dict[str, Any] | None:
+    """The busiest thread from its line before 1.3: "VLLM::EngineCor, vLLM's engine core (pid 2736, tid 2736;
+    busiest in 182 of 185)", the role's label after a comma when its process had one."""
+    found = _THREAD.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    from gpubench.measure.process_roles import ROLE_LABELS  # only old records need it: the launcher reads no CSV
+
+    name, role = found["label"], None
+    for key, label in ROLE_LABELS.items():
+        if name.endswith(f", {label}"):
+            name, role = name.removesuffix(f", {label}"), key
+            break
+    return {"name": name, "role": role, "pid": int(found["pid"]), "tid": int(found["tid"]),
+            "busiest_in": int(found["n"]), "intervals": int(found["of"])}
 
 
 class Derived(_Record):

@@ -52,7 +52,7 @@ def test_cached_starts_time_the_study_phases_from_a_fresh_import(smoke_run):
         assert sum(m[p] for p in PHASES) <= m["total_s"] < sum(m[p] for p in PHASES) + 0.5
         assert m["download_s"] < 1  # a cache check, not a download
         assert m["prompt_tokens"] > 20  # the chat template ran: system prompt + user turn + generation prompt
-        assert row["info"]["missing_keys"] == [] and row["info"]["device"] == "cpu"
+        assert row["info"]["missing_keys"] == [] and (row["device"], row["dtype"]) == ("cpu", "bfloat16")
 
 
 def test_the_load_bandwidth_sits_next_to_a_raw_read_of_the_same_files(smoke_run):

@@ -29,6 +29,8 @@ def test_every_setup_ran_with_one_process_per_gpu(run):
     for setup, world in (("124m-1gpu", 1), ("124m-2gpu", 2), ("allreduce-2gpu", 2)):
         info = rows[setup]["info"]
         assert (info["backend"], info["world_size"]) == ("gloo", world)
+        assert (rows[setup]["device"], rows[setup]["dtype"]) == ("cpu", None if setup.startswith("allreduce") else
+                                                                 "bfloat16")
         assert info["topology"] is None and "nvidia-smi" in info["topology_note"]  # no GPU here: said, not faked
 
 

@@ -76,6 +76,7 @@ def test_speed_loss_memory_and_cost_are_measured(smoke):
         # the post's "GPU cost of training": training time at the hourly price
         assert m["usd_per_training_run"] == pytest.approx(m["train_s"] * 1.14 / 3600, rel=1e-9)
         info = rows[setup]["info"]
+        assert rows[setup]["dtype"] == "bfloat16"
         assert info["data"].startswith("synthetic alpaca-format set of 56 records")
         assert info["model"].startswith("random weights at vocab_size 512")
         if setup == "lora-tuned":  # the same 16 examples a step, packed in one row

@@ -44,17 +44,18 @@ def _runner(tmp_path, workload: str, overrides: dict) -> Runner:
 def test_the_runner_adds_the_share_of_peak_from_the_results_device_and_dtype(tmp_path):
     runner = _runner(tmp_path, "train-compile", {"dtype": "float32"})
 
-    def result(device, info):
-        return SetupResult(run_id="r", setup="eager", repeat=0, status="ok", device=device, info=info,
-                           metrics={"achieved_tflops": Metric(value=494.5, unit="TFLOP/s", better="higher")})
+    def result(device, name, dtype):
+        achieved = Metric(value=494.5, unit="TFLOP/s", better="higher")
+        return SetupResult(run_id="r", setup="eager", repeat=0, status="ok", device=device, device_name=name,
+                           dtype=dtype, metrics={"achieved_tflops": achieved})
 
-    on_h200 = runner._costed(result("cuda:0 NVIDIA H200", {"compute_dtype": "bfloat16"}))
+    on_h200 = runner._costed(result("cuda:0", "NVIDIA H200", "bfloat16"))
     assert on_h200.metrics["pct_of_peak"].value == pytest.approx(50.0)
     assert on_h200.metrics["pct_of_peak"].better == "higher"
-    # without compute_dtype the run's config dtype says what the matmuls ran in
-    assert runner._costed(result("cuda:0 NVIDIA H200", {})).metrics["pct_of_peak"].value == pytest.approx(
+    assert runner._costed(result("cuda:0", "NVIDIA H200", "float32")).metrics["pct_of_peak"].value == pytest.approx(
         100 * 494.5 / 67)
-    assert "pct_of_peak" not in runner._costed(result("cpu", {"compute_dtype": "bfloat16"})).metrics
+    assert "pct_of_peak" not in runner._costed(result("cuda:0", "NVIDIA H200", None)).metrics  # no dtype, no peak
+    assert "pct_of_peak" not in runner._costed(result("cpu", None, "bfloat16")).metrics
 
 
 def _smoke(tmp_path, workload: str, setup: str) -> dict:

@@ -48,7 +48,7 @@ def test_a_run_kept_twice_is_read_once_and_the_finished_copy_wins(tmp_path):
 def test_the_page_draws_one_peak_line_per_gpu_class_across_configs(tmp_path):
     for name, steps in (("a", 40), ("b", 20)):
         write_results(tmp_path / "runs" / name, "NVIDIA H200", {"eager-sdpa": [{"achieved_tflops": 300 + steps}]},
-                      config={"steps": steps}, info={"compute_dtype": "bfloat16"})
+                      config={"steps": steps}, dtype="bfloat16")
     result = gpubench("report", str(tmp_path / "runs"), "--html", str(tmp_path / "report.html"), cwd=tmp_path)
     assert result.code == 0, result.stderr
     page = (tmp_path / "report.html").read_text()

@@ -13,9 +13,10 @@ def write_run(folder, gpu, price, rows, finished=True, workload="train-compile",
                   price=price, finished=finished, workload=workload, config=config or {"dtype": "bfloat16"})
 
 
-def write_results(folder, gpu, setups, price=None, finished=True, workload="train-compile", config=None, info=None):
+def write_results(folder, gpu, setups, price=None, finished=True, workload="train-compile", config=None, info=None,
+                  dtype=None):
     """A run folder of `workload` on `gpu`; setups: {setup: [{metric: value} per repeat]}, units as the workload
-    declares them (and the runner's pct_of_peak); info: the non-numeric facts of every result."""
+    declares them (and the runner's pct_of_peak); info, dtype: the non-numeric facts of every result."""
     from gpubench.catalog import WORKLOADS
     from gpubench.workload import load
 
@@ -25,9 +26,10 @@ def write_results(folder, gpu, setups, price=None, finished=True, workload="trai
     folder.mkdir(parents=True)
     env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)] if gpu else [],
                       price_usd_per_hour=price)
-    results = [SetupResult(run_id=run_id, setup=setup, repeat=repeat, status="ok", info=info or {}, metrics={
-        name: Metric(value=value, unit=units.get(name, ("", None))[0], better=units.get(name, ("", None))[1])
-        for name, value in values.items()}) for setup, repeats in setups.items()
+    results = [SetupResult(run_id=run_id, setup=setup, repeat=repeat, status="ok", info=info or {}, dtype=dtype,
+                           metrics={name: Metric(value=value, unit=units.get(name, ("", None))[0],
+                                                 better=units.get(name, ("", None))[1])
+                                    for name, value in values.items()}) for setup, repeats in setups.items()
         for repeat, values in enumerate(repeats, 1)]
     records = [RunStarted(run_id=run_id, workload=workload, study="s", setups=list(setups), repeats=1,
                           smoke=False, config=config or {}, environment=env), *results]

@@ -61,9 +61,8 @@ def run_setup(setup, config, ctx):
     print(f"working on {setup}", file=sys.stderr, flush=True)
     ctx.progress("timed", message=setup)
     ctx.info.update(weights=ctx.weights, weight_paths=ctx.weight_paths, price=ctx.price_usd_per_hour,
-                    smoke=ctx.smoke, run_id=ctx.run_id, repeat=ctx.repeat, device="NVIDIA H100 80GB HBM3")
-    if setup in DTYPES:
-        ctx.info["compute_dtype"] = DTYPES[setup]
+                    smoke=ctx.smoke, run_id=ctx.run_id, repeat=ctx.repeat)
+    ctx.dtype = DTYPES.get(setup)
     if setup == config.slow:
         time.sleep(3)
         print(f"{setup} finished", file=sys.stderr, flush=True)
@@ -85,7 +84,9 @@ sys.path.insert(0, {folder!r})
 print("  a word from the hook on stdout  \n", flush=True)  # before the worker keeps stdout for its records
 import runner_probe
 from gpubench.catalog import WORKLOADS
+from gpubench.run import ran_with
 WORKLOADS._items[runner_probe.SPEC.name] = runner_probe.SPEC
+ran_with.device = lambda config: ("cuda:0", "NVIDIA H100 80GB HBM3")  # the GPU the peaks are read for
 '''
 
 
@@ -138,12 +139,12 @@ def test_two_repeats_of_two_groups(tmp_path, probe, capsys):
 
     results = {(r["setup"], r["repeat"]): r for r in of(records, "result")}
     assert list(results) == [("a1", 1), ("a2", 1), ("b1", 1), ("a1", 2), ("a2", 2), ("b1", 2)]
-    info = results[("a1", 1)]["info"]
-    assert info.pop("utilisation")  # the machine's
+    assert results[("a1", 1)]["utilisation"]["scope"] == "timed"  # the machine's
     assert results[("a1", 1)]["verdict"]["label"] and results[("a1", 1)]["verdict"]["basis"]  # the runner's
-    assert info == {  # what the worker was given
+    assert [results[key]["dtype"] for key in [("a1", 1), ("a2", 1), ("b1", 1)]] == ["bf16", "int4", "fp8"]
+    assert results[("a1", 1)]["info"] == {  # what the worker was given
         "weights": "random", "weight_paths": {"org/model": "/w/model"}, "price": PRICE, "smoke": False,
-        "run_id": RUN_ID, "repeat": 1, "device": "NVIDIA H100 80GB HBM3"}
+        "run_id": RUN_ID, "repeat": 1}
     assert results[("b1", 2)]["status"] == "error" and results[("b1", 2)]["error"] == "RuntimeError: b1 broke"
 
     metrics = {key: {name: m["value"] for name, m in r["metrics"].items() if name not in utilisation.METRICS}

@@ -40,7 +40,7 @@ def test_a_spinning_thread_is_the_busiest_thread_and_an_idle_process_shows_littl
     worker.join()
     assert loud.metrics["util_samples"] >= 5 and quiet.metrics["util_samples"] >= 5
     # the spinner is named as the busiest thread in (nearly) every interval; the sampler leaves itself out
-    assert f"tid {tid[0]};" in loud.info["busiest_thread"]
+    assert loud.facts.busiest_thread.tid == tid[0]
     # on a machine whose cores are shared the spinner gets less than a core, but far more than an idle process
     assert loud.metrics["busiest_thread_pct"] > 5 * max(quiet.metrics["busiest_thread_pct"], 1.0)
     assert quiet.metrics["busiest_thread_pct"] < 20
@@ -57,8 +57,9 @@ def test_a_timed_part_has_its_first_and_last_reading_however_slow_the_thread():
         pass
     sampler.mark(False)
     figures = sampler.stop()
-    assert figures.info["scope"] == "timed"
+    assert figures.facts.scope == "timed" and figures.facts.samples == 2
     assert figures.metrics["util_samples"] == 2  # entering and leaving, nothing else marked timed
+    assert figures.facts.seconds >= 0.05
     assert figures.metrics["busiest_thread_pct"] > 0 and figures.metrics["host_cpu_pct"] > 0
 
 
@@ -66,7 +67,7 @@ def test_a_setup_that_returns_inside_its_timed_part_still_gets_its_last_reading(
     sampler = u.Sampler(None, interval=60).start()
     sampler.mark(True)
     figures = sampler.stop()
-    assert figures.info["scope"] == "timed" and figures.metrics["util_samples"] == 2
+    assert figures.facts.scope == "timed" and figures.metrics["util_samples"] == 2
 
 
 def test_a_running_threads_cpu_time_grows_and_the_sampler_can_leave_itself_out():
@@ -125,23 +126,25 @@ def test_summary_keeps_the_timed_samples_and_the_busiest_gpu():
                sample(0.20, True, {(1, 1): 15 * ns}, [reading(30), reading(90, reasons=0x1)])]
     figures = u.summarise(samples, cores=4, names={(1, 1): "python3"})
     m = figures.metrics
-    assert m["util_samples"] == 3 and figures.info["scope"] == "timed"
-    assert figures.info["gpu_index"] == 1 and figures.info["gpu_busy_pct_each"] == [20.0, 70.0]
+    assert m["util_samples"] == 3 and figures.facts.scope == "timed" and figures.facts.seconds == 0.1
+    assert figures.facts.gpu_index == 1 and figures.facts.gpu_busy_pct_each == [20.0, 70.0]
     assert m["gpu_busy_pct"] == pytest.approx(70.0) and m["gpu_busy_p90_pct"] == 90.0
     assert m["sm_clock_pct"] == pytest.approx(280 / 3)
     assert m["throttled_pct"] == pytest.approx(100 / 3)  # sw_power_cap in one of three; gpu_idle is no throttle
-    assert figures.info["clock_event_reasons_pct"] == {"sw_power_cap": 33.3, "gpu_idle": 33.3}
+    assert figures.facts.clock_event_reasons_pct == {"sw_power_cap": 33.3, "gpu_idle": 33.3}
     # host: the two intervals inside the timed part (samples 2-3, 3-4) used 0 and 50 ms of CPU in 50 ms each;
     # the one ending at sample 2 began before the part
     assert m["busiest_thread_pct"] == pytest.approx(50.0) and m["busiest_thread_p90_pct"] == pytest.approx(100.0)
     assert m["host_cpu_pct"] == pytest.approx(50.0)
-    assert "python3 (pid 1, tid 1" in figures.info["busiest_thread"]
+    thread = figures.facts.busiest_thread
+    assert (thread.name, thread.role, thread.pid, thread.tid, thread.busiest_in, thread.intervals) == (
+        "python3", None, 1, 1, 2, 2)
 
 
 def test_without_a_timed_phase_the_whole_setup_is_summarised():
     samples = [sample(i * 0.05, False, {(1, 1): i * 1_000_000}) for i in range(4)]
     figures = u.summarise(samples, cores=2)
-    assert figures.metrics["util_samples"] == 4 and figures.info["scope"].startswith("setup")
+    assert figures.metrics["util_samples"] == 4 and figures.facts.scope == "setup"
     assert figures.metrics["host_cpu_pct"] == pytest.approx(2.0)
 
 
@@ -224,4 +227,4 @@ def test_a_child_named_as_a_client_is_sampled_under_its_role_and_a_server_by_its
     assert got.metrics["client_thread_pct"] > 2
     assert got.metrics["client_thread_pct"] > 0.8 * got.metrics["busiest_thread_pct"]
     assert got.metrics.get("api_server_thread_pct", 0) < 0.2 * got.metrics["client_thread_pct"]
-    assert "gpubench's load generator" in got.info["busiest_thread"]
+    assert got.facts.busiest_thread.role == "client"

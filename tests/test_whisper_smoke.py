@@ -35,7 +35,7 @@ def test_real_weights_are_scored_and_random_ones_are_not(smoke):
     seq = rows["fw-large-v3-fp16-seq"]
     assert values(seq)["wer_pct"] <= 10 and values(seq)["reference_words"] == 12
     assert seq["info"]["model"].startswith("Whisper tiny.en") and seq["info"]["decoding"].startswith("beam_size=5")
-    assert seq["device"] == "cpu" and rows["hf-large-v3-fp16-b16"]["device"] == "cpu"  # CTranslate2 says it in info
+    assert seq["device"] == "cpu" and rows["hf-large-v3-fp16-b16"]["device"] == "cpu"  # the config's "auto" here
     hf = rows["hf-large-v3-fp16-b16"]
     assert "wer_pct" not in hf["metrics"] and hf["info"]["wer"].startswith("not reported: random weights")
     assert hf["info"]["attention"] == "sdpa" and hf["info"]["model"] == "random weights, tiny shapes"

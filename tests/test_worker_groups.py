@@ -43,7 +43,7 @@ def test_one_session_serves_the_group_and_its_numbers_come_once():
     assert workload.EVENTS == ["open a", "run a1 in server-a", "run a2 in server-a", "close a"]
     assert [(r.setup, r.status) for r in results] == [("a1", "ok"), ("a2", "ok")]
     for r in results:  # what the machine did is every result's own (gpubench/run/utilisation.py)
-        assert "scope" in r.info.pop("utilisation") and "util_samples" in r.metrics
+        assert r.utilisation.scope and "util_samples" in r.metrics
     assert results[0].metrics["ready_s"].value == 1.5 and results[0].info == {"server": "a", "setup": "a1"}
     assert "ready_s" not in results[1].metrics and results[1].info == {"setup": "a2"}
     assert results[0].metrics["value"].unit == "units" and results[0].metrics["value"].better == "higher"
@@ -74,9 +74,9 @@ def test_results_are_json_lines_that_round_trip():
     Worker({"workload": SPEC.name, "setups": ["b1"], "repeat": 2, "run_id": "r", "config": {}, "smoke": True,
             "weights": "auto"}, out).run_group()
     line = out.getvalue().strip()
-    info = json.loads(line)["info"]
-    assert info.pop("utilisation")["scope"].startswith("setup")  # the probe reports no timed phase
-    assert info == {"server": "b", "setup": "b1"} and parse_record(line).repeat == 2
+    record = json.loads(line)
+    assert record["utilisation"]["scope"] == "setup"  # the probe reports no timed phase
+    assert record["info"] == {"server": "b", "setup": "b1"} and parse_record(line).repeat == 2
 
 
 def test_skipped_setups_do_not_fail_a_run_but_errors_do():

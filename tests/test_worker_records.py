@@ -1,5 +1,6 @@
 """The worker's records, in process: progress and info carry the setup's context, durations are each
-setup's own, the device is said only once torch was loaded, a failed setup keeps what it recorded, and
+setup's own, the device of a config without one is said only once torch was loaded, a failed setup keeps what it
+recorded, and
 `python -m gpubench.run.worker` (main) writes only records on stdout and says a rank's failure in its exit."""
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_progress_and_info_carry_the_setup_context():
     context = {"run_id": "rid", "repeat": 3, "smoke": True, "weights": "random", "weight_paths": {"org/model": None},
                "price": 2.5, "rank": 0, "world_size": 1, "session": "session-s"}
     for result in (first, second):  # every result also says what the machine did (gpubench/run/utilisation.py)
-        assert result.info.pop("utilisation")["sample_s"] == utilisation.SAMPLE_S
+        assert result.utilisation.sample_s == utilisation.SAMPLE_S
         assert result.metrics.pop("util_samples").unit == "samples"
         for name in list(result.metrics):
             if name in utilisation.METRICS:
@@ -77,7 +78,7 @@ def test_each_setup_is_timed_from_its_own_start():
 def test_the_device_is_said_only_once_torch_is_loaded(monkeypatch):
     pytest.importorskip("torch")
     [ok] = [r for r in run_group(["second"]) if isinstance(r, SetupResult)]
-    assert ok.device == "cpu" == worker.detect_device()
+    assert (ok.device, ok.device_name, ok.dtype) == ("cpu", None, None)  # the probe's config has neither field
     monkeypatch.delitem(sys.modules, "torch")
     [early] = [r for r in run_group(["second"]) if isinstance(r, SetupResult)]
     assert early.device is None

@@ -99,7 +99,7 @@ def show(workload: str) -> None:
     if basis:
         lines.append(f"  + j_per_{basis.unit.replace(' ', '_')} from {basis.metric} and the GPU's energy")
     lines.append(f"  + on every result: peak memory ({PEAK_MEMORY}, GiB), utilisation and energy "
-                 f"({', '.join(utilisation.METRICS)}) and a verdict in info")
+                 f"({', '.join(utilisation.METRICS)}), and the typed device, dtype, utilisation and verdict")
     if spec.weights:
         lines += ["", "weights and data (--weights random builds the models from their configs):"]
         lines += [f"  {repo}" for repo in spec.weights]

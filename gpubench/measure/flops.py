@@ -2,8 +2,8 @@
 
 A workload whose work per unit of output is countable (a training step per token, a UNet pass per
 image, an encoder batch per passage) runs that unit once, eagerly, under `count()` and reports
-`achieved_tflops` = FLOPs per unit x units per second, with the dtype its matmuls ran in as
-`info["compute_dtype"]`. The runner then adds `pct_of_peak` from data/gpu_peaks.csv. torch's counter
+`achieved_tflops` = FLOPs per unit x units per second; the dtype its matmuls ran in is the result's `dtype`
+(its config's, or `ctx.dtype`). The runner then adds `pct_of_peak` from data/gpu_peaks.csv. torch's counter
 sees matmuls, convolutions and attention (the work tensor cores do); element-wise ops are not counted,
 and a recomputed activation (gradient checkpointing) is counted again: these are executed FLOPs.
 """
@@ -21,7 +21,6 @@ METRIC = "achieved_tflops"
 PEAK_METRIC = "pct_of_peak"
 BANDWIDTH_METRIC = "achieved_gbps"  # memory-bound work: bytes it must read from device memory per second
 BANDWIDTH_PEAK_METRIC = "pct_of_peak_bandwidth"
-DTYPE_INFO = "compute_dtype"
 PEAK_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8": "fp8", "tf32": "tf32",
                "bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "fp8": "fp8"}
 
@@ -62,12 +61,6 @@ def pct_of_peak(tflops: float, device_name: str | None, dtype: str | None) -> fl
     peak = reference.peak_for(device_name) if device_name else None
     top = peak.tflops.get(PEAK_DTYPES.get(dtype or "", "")) if peak else None
     return 100 * tflops / top if top else None
-
-
-def compute_dtype(info: dict | None, config_dtype: object = None) -> str | None:
-    """The dtype a result's matmuls ran in: what the workload said in its info, else the run config's dtype."""
-    dtype = (info or {}).get(DTYPE_INFO) or config_dtype
-    return str(dtype) if dtype else None
 
 
 def peak_share(metrics: dict[str, Metric], device_name: str | None, dtype: str | None) -> Metric | None:

@@ -37,7 +37,7 @@ class Row:
     partial: bool
     statuses: list[str]
     metrics: dict[str, MetricSummary]
-    dtype: str | None = None  # what the matmuls ran in: the results' compute_dtype, else the run config's dtype
+    dtype: str | None = None  # what the matmuls ran in: the results' dtype, else (runs before it) the config's
     config: str = ""  # the config fields this row's runs set apart from other runs of the workload; "" when all agree
     smoke: bool = False  # its runs were --smoke runs: a code-path test at a tiny size, not a benchmark
     reasons: list[str] = field(default_factory=list)  # the one-line error of each result that was not ok
@@ -145,12 +145,14 @@ def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupRes
 
 
 def _compute_dtype(run: StoredRun, result: SetupResult) -> str | None:
-    return flops.compute_dtype(result.info, run.started.config.get("dtype"))
+    """The result's dtype; a result stored before the harness recorded one on every result: its config's."""
+    dtype = result.dtype or run.started.config.get("dtype")
+    return str(dtype) if dtype else None
 
 
 def _with_peak(run: StoredRun, result: SetupResult) -> SetupResult:
     """A result with pct_of_peak as the runner adds it, for runs stored before it did (achieved TFLOP/s only)."""
-    if flops.PEAK_METRIC in result.metrics:
+    if flops.PEAK_METRIC in result.metrics or result.device == "cpu":  # the run's GPU idled through a CPU result
         return result
     share = flops.peak_share(result.metrics, run.gpu, _compute_dtype(run, result))
     if share is None:

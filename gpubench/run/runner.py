@@ -212,11 +212,10 @@ class Runner:
             result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
         if result.status == "ok":
             result.metrics.update(energy_metrics(self.request.spec, result.metrics))
-            dtype = flops.compute_dtype(result.info, getattr(self.request.config, "dtype", None))
-            share = flops.peak_share(result.metrics, result.device, dtype)
+            share = flops.peak_share(result.metrics, result.device_name, result.dtype)
             if share is not None:
                 result.metrics[flops.PEAK_METRIC] = share
-            bandwidth = flops.bandwidth_share(result.metrics, result.device)
+            bandwidth = flops.bandwidth_share(result.metrics, result.device_name)
             if bandwidth is not None:
                 result.metrics[flops.BANDWIDTH_PEAK_METRIC] = bandwidth
             result.verdict = judged(result).facts()
@@ -258,7 +257,7 @@ class Runner:
 def judged(result: SetupResult) -> verdict.Verdict:
     """What bounded an ok result, from its metrics and the core count its sampler saw."""
     values = {name: m.value for name, m in result.metrics.items()}
-    cores = (result.info.get("utilisation") or {}).get("cores")
+    cores = result.utilisation.cores if result.utilisation else None
     if cores:
         values["cores"] = float(cores)
     values["on_gpu"] = float(bool(result.device and result.device.startswith("cuda")))

@@ -12,7 +12,8 @@ which of them it was.
 
 Samples taken while the workload's phase is one of its timed phases (module TIMED_PHASES, default
 ("timed",)) are the ones summarised; a setup that reports no timed phase is summarised over all of it,
-and info says which. Each figure is stored as a mean and a p90 over those samples, with their count.
+and the result's `utilisation` (schema.UtilisationFacts) says which, with the busiest thread, the samples and the
+time they span. Each figure is stored as a mean and a p90 over those samples, with their count.
 GPU figures are of the busiest visible GPU (the one the setup used, when it used one of several); energy
 (gpubench/measure/energy.py) is summed over the setup's GPUs, from the same readings. NVML is read through
 gpubench/measure/nvml.py, the one NVML helper.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from gpubench.measure import energy
 from gpubench.measure.nvml import GpuReading, Nvml, gpu_reading, open_nvml, reason_names  # noqa: F401 - the sampler's API
 from gpubench.measure.process_roles import ROLE_LABELS, ROLE_ROWS
+from gpubench.schema import BusiestThread, UtilisationFacts
 from gpubench.workload import MetricDef
 
 SAMPLE_S = 0.05
@@ -180,10 +182,10 @@ def p90(values: list[float]) -> float:
 
 @dataclass
 class Utilisation:
-    """The summarised samples: metrics (METRICS' names) and facts for info."""
+    """The summarised samples: metrics (METRICS' names) and what they cover."""
 
     metrics: dict[str, float] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
+    facts: UtilisationFacts = field(default_factory=UtilisationFacts)
     energy: energy.Energy = field(default_factory=lambda: energy.Energy(absent="no GPU readings"))
 
 
@@ -207,19 +209,20 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
     `gpus_used` busiest GPUs (a setup's ranks, one GPU each)."""
     timed = any(s.timed for s in samples)
     chosen = [i for i, s in enumerate(samples) if s.timed or not timed]
-    info: dict = {"scope": "timed" if timed else "setup (no timed phase reported)", "sample_s": SAMPLE_S,
-                  "cores": cores}
+    intervals = in_part(samples, timed)
+    facts = UtilisationFacts(scope="timed" if timed else "setup", samples=len(chosen), sample_s=SAMPLE_S, cores=cores,
+                             seconds=round(sum(b.t - a.t for a, b in intervals), 3))
     metrics: dict[str, float] = {"util_samples": float(len(chosen))}
-    figures = Utilisation(metrics=metrics, info=info)
+    figures = Utilisation(metrics=metrics, facts=facts)
     gpu_rows = [samples[i].gpus for i in chosen if samples[i].gpus]
     if gpu_rows:
         count = len(gpu_rows[0])
         per_gpu = [mean([row[g].busy_pct for row in gpu_rows]) for g in range(count)]
         busiest = max(range(count), key=per_gpu.__getitem__)
         readings = [row[busiest] for row in gpu_rows]
-        info["gpu_index"] = busiest
+        facts.gpu_index = busiest
         if count > 1:
-            info["gpu_busy_pct_each"] = [round(b, 1) for b in per_gpu]
+            facts.gpu_busy_pct_each = [round(b, 1) for b in per_gpu]
         for name, values in (("gpu_busy", [r.busy_pct for r in readings]),
                              ("gpu_mem_busy", [r.mem_busy_pct for r in readings]),
                              ("sm_clock", [r.sm_clock_pct for r in readings if r.sm_clock_pct is not None]),
@@ -231,12 +234,12 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
         for r in readings:
             for name in reason_names(r.reasons):
                 seen[name] = seen.get(name, 0) + 1
-        info["clock_event_reasons_pct"] = {name: round(100.0 * n / len(readings), 1) for name, n in seen.items()}
+        facts.clock_event_reasons_pct = {name: round(100.0 * n / len(readings), 1) for name, n in seen.items()}
         used = sorted(sorted(range(count), key=per_gpu.__getitem__, reverse=True)[:max(1, gpus_used)])
         spans = [(a.t, a.gpus, b.t, b.gpus) for a, b in in_part([s for s in samples if s.gpus], timed)]
         figures.energy = energy.over(spans, used)
         metrics.update(figures.energy.metrics())
-    host = [host_shares(a, b) for a, b in in_part(samples, timed)]
+    host = [host_shares(a, b) for a, b in intervals]
     if host:
         metrics["host_cpu_pct"], metrics["host_cpu_p90_pct"] = mean([h[0] for h in host]), p90([h[0] for h in host])
         metrics["busiest_thread_pct"] = mean([h[1] for h in host])
@@ -247,10 +250,9 @@ def summarise(samples: list[Sample], cores: int, names: dict[tuple[int, int], st
                 tops[key] = tops.get(key, 0) + 1
         if tops:
             pid, tid = max(tops, key=tops.get)
-            label = (names or {}).get((pid, tid)) or thread_name(pid, tid)
-            role = ROLE_LABELS.get((roles or {}).get(pid), "")
-            info["busiest_thread"] = (f"{label}{f', {role}' if role else ''} (pid {pid}, tid {tid}; busiest in"
-                                      f" {tops[(pid, tid)]} of {len(host)})")
+            facts.busiest_thread = BusiestThread(
+                name=(names or {}).get((pid, tid)) or thread_name(pid, tid), role=(roles or {}).get(pid), pid=pid,
+                tid=tid, busiest_in=tops[(pid, tid)], intervals=len(host))
     if roles:
         per_role: dict[str, list[float]] = {}
         pairs = [(samples[i - 1], samples[i]) for i in chosen if i > 0 and (samples[i - 1].timed or not timed)]

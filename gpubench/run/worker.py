@@ -19,13 +19,24 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass, field
 
 from gpubench.catalog import WORKLOADS
 from gpubench.measure import gpu_memory
 from gpubench.measure.energy import METRICS as ENERGY_METRICS
 from gpubench.ports import free_port
-from gpubench.run import utilisation
-from gpubench.schema import NOT_FINITE, EnergyFacts, Metric, Progress, SetupResult, parse_record, split_finite, to_line
+from gpubench.run import ran_with, utilisation
+from gpubench.schema import (
+    NOT_FINITE,
+    EnergyFacts,
+    Metric,
+    Progress,
+    SetupResult,
+    UtilisationFacts,
+    parse_record,
+    split_finite,
+    to_line,
+)
 from gpubench.workload import SetupContext, SetupSkipped, WorkloadDefinition, load
 
 # CUDA's and the CPU allocator's ways of saying the setup did not fit.
@@ -55,22 +66,21 @@ def _private_stdout():
     return records
 
 
-def detect_device() -> str:
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}"
-    except ImportError:
-        pass
-    return "cpu"
-
-
 def failure(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, SetupSkipped):
         return "skipped", str(exc)[:500]
     traceback.print_exc(file=sys.stderr)
     return ("oom" if is_oom(exc) else "error"), one_line(exc)
+
+
+@dataclass
+class Machine:
+    """What the harness measured around one setup: the utilisation (and energy) metrics, what they cover (or why
+    there are none) and where the energy came from."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    utilisation: UtilisationFacts | None = None
+    energy: EnergyFacts | None = None
 
 
 class Worker:
@@ -100,12 +110,14 @@ class Worker:
                             world_size=self.world_size)
 
     def result(self, setup: str, workload: WorkloadDefinition | None, started: float, values=None, exc=None, extra=None,
-               machine=None, energy: EnergyFacts | None = None) -> SetupResult:
-        """machine: the utilisation figures, after the workload's own metrics; energy: where its energy came from."""
+               machine: Machine | None = None, config=None) -> SetupResult:
+        """machine: what the harness measured (its metrics after the workload's own); config: the workload's, for
+        the device and dtype the setup ran with (None when it could not be built)."""
+        machine = machine or Machine()
         not_finite: dict[str, str] = {}
         if exc is None:
             metrics = {}
-            finite, not_finite = split_finite({**(extra.metrics if extra else {}), **values, **(machine or {})})
+            finite, not_finite = split_finite({**(extra.metrics if extra else {}), **values, **machine.metrics})
             for name, value in finite.items():
                 definition = metric_definition(workload, name)
                 metrics[name] = Metric(value=value, unit=definition.unit, better=definition.better)
@@ -116,13 +128,12 @@ class Worker:
         result.info = dict(extra.info) if extra else {}
         if not_finite:
             result.info[NOT_FINITE] = not_finite
-        if "torch" in sys.modules:
-            result.device = detect_device()
-        else:  # an engine without torch (CTranslate2) says its device in info; None: failed before choosing one
-            result.device = result.info.get("device") if isinstance(result.info.get("device"), str) else None
-        if result.status == "ok" and energy is not None:
+        result.device, result.device_name = ran_with.device(config)
+        result.dtype = ran_with.dtype(config, extra.dtype if extra else None)
+        result.utilisation = machine.utilisation
+        if result.status == "ok" and machine.energy is not None:
             on_cpu = (result.device or "").startswith("cpu")
-            result.energy = EnergyFacts(absent=f"ran on the CPU ({result.device}): no GPU energy") if on_cpu else energy
+            result.energy = EnergyFacts(absent="ran on the CPU (cpu): no GPU energy") if on_cpu else machine.energy
             if on_cpu:
                 for name in ENERGY_METRICS:
                     result.metrics.pop(name, None)
@@ -133,7 +144,7 @@ class Worker:
         """Every setup of the group once; a session, when the workload has one, opened around them all."""
         setups = self.job["setups"]
         started = time.perf_counter()
-        session_ctx = None
+        session_ctx = config = None
         try:
             workload = load(WORKLOADS.get(self.job["workload"]))
             config = workload.config(**self.job["config"])
@@ -150,21 +161,21 @@ class Worker:
                     ctx = self.context(setup, sampler, timed_phases)
                     ctx.session = session
                     begun = time.perf_counter() if index else started
-                    machine: dict[str, float] = {}
-                    energy = None
+                    machine = Machine()
                     try:
                         try:
                             values = workload.run_setup(setup, config, ctx)
                         finally:
-                            machine, energy = self._utilisation(ctx, sampler, sampling)
+                            machine = self._utilisation(sampler, sampling)
                         if index == 0 and session_ctx is not None:  # the session's own numbers, once
                             ctx.metrics = {**session_ctx.metrics, **ctx.metrics}
                             ctx.info = {**session_ctx.info, **ctx.info}
-                        result = self.result(setup, workload, begun, values, extra=ctx, machine=machine, energy=energy)
+                        result = self.result(setup, workload, begun, values, extra=ctx, machine=machine, config=config)
                     except KeyboardInterrupt:
                         raise
                     except BaseException as exc:  # noqa: BLE001 - a failed setup is a result row
-                        result = self.result(setup, workload, begun, exc=exc, extra=ctx)
+                        result = self.result(setup, workload, begun, exc=exc, extra=ctx, machine=machine,
+                                             config=config)
                     self.emit(result)
         except KeyboardInterrupt:
             raise
@@ -172,7 +183,7 @@ class Worker:
             reported = {record.setup for record in self.results}
             for setup in setups:
                 if setup not in reported:
-                    self.emit(self.result(setup, None, started, exc=exc, extra=session_ctx))
+                    self.emit(self.result(setup, None, started, exc=exc, extra=session_ctx, config=config))
 
     def _sampling(self, stack: contextlib.ExitStack) -> tuple[utilisation.Nvml | None, str | None] | None:
         """(NVML or None, why not) when this worker samples utilisation; None when it does not (switched
@@ -184,23 +195,23 @@ class Worker:
             stack.callback(nvml.close)
         return nvml, why
 
-    def _utilisation(self, ctx: SetupContext, sampler, sampling) -> tuple[dict[str, float], EnergyFacts | None]:
-        """The setup's utilisation and energy metrics, and where its energy came from (or why there is none);
-        what the utilisation covers (or why there is none) goes in its info. (None for a rank other than 0.)"""
+    def _utilisation(self, sampler, sampling) -> Machine:
+        """The setup's utilisation and energy metrics, what they cover and where its energy came from (or why there
+        are none); nothing for a rank other than 0, whose setup rank 0 reports."""
         if sampler is None:
             if self.rank != 0:
-                return {}, None
-            switch = os.environ.get(utilisation.OFF_VARIABLE)
-            ctx.info["utilisation"] = {"off": f"{utilisation.OFF_VARIABLE}={switch}"}
-            return {}, EnergyFacts(absent=f"not sampled ({utilisation.OFF_VARIABLE}={switch})")
+                return Machine()
+            switch = f"{utilisation.OFF_VARIABLE}={os.environ.get(utilisation.OFF_VARIABLE)}"
+            return Machine(utilisation=UtilisationFacts(not_sampled=switch),
+                           energy=EnergyFacts(absent=f"not sampled ({switch})"))
         figures = sampler.stop()
-        ctx.info["utilisation"] = {**figures.info, **({"no_gpu_figures": sampling[1]} if sampling[1] else {})}
+        figures.facts.no_gpu_figures = sampling[1]
         found = figures.energy
         absent = f"no GPU readings (NVML: {sampling[1]})" if sampling[1] else found.absent
-        facts = EnergyFacts(absent=absent) if found.joules is None else EnergyFacts(
+        energy = EnergyFacts(absent=absent) if found.joules is None else EnergyFacts(
             source=found.source, gpus=found.gpus, seconds=round(found.seconds, 3),
             power_integral_j=None if found.power_integral_j is None else round(found.power_integral_j, 3))
-        return figures.metrics, facts
+        return Machine(metrics=figures.metrics, utilisation=figures.facts, energy=energy)
 
 
 HARNESS_METRICS = {**utilisation.METRICS, **gpu_memory.METRICS}  # what the harness measures for every workload

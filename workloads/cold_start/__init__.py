@@ -333,7 +333,7 @@ def _timed_start(source: Source, config: Config, patterns: list[str], ctx: Setup
 
     r["prompt_tokens"] = inputs["input_ids"].shape[-1]
     missing = sorted(loading.get("missing_keys", []))
-    ctx.info.update(device=device, missing_keys=missing[:20], unexpected_keys=sorted(loading["unexpected_keys"])[:20])
+    ctx.info.update(missing_keys=missing[:20], unexpected_keys=sorted(loading["unexpected_keys"])[:20])
     if missing and source.repo_id == checkpoint.REPO_ID:
         raise RuntimeError(f"the random checkpoint lacks {len(missing)} tensors the model has, e.g. {missing[0]}")
     return r

@@ -159,6 +159,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         ctx.info.update(host_facts(group))  # every rank computes; the worker reports rank 0's result and progress
         if recipe.size is None:
             return allreduce_test(config, group, ctx.info, ctx.progress)
+        ctx.dtype = "bfloat16"  # accumulate's autocast
         return train(recipe, config, group, ctx.info, ctx.progress)
     finally:
         dist.destroy_process_group()
@@ -259,7 +260,6 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
         "accumulation": recipe.accum,
         "comm_hook": "bf16_compress_hook" if recipe.bf16_hook else None,
         "tokens_per_step": tokens_per_step,
-        "compute_dtype": "bfloat16",
         "flops_per_token": flops_per_token,
         "step_ms_all": [round(ms, 3) for ms in step_ms],
         "replicas_in_sync": _replicas_in_sync(ddp.module, dist, device),

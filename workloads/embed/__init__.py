@@ -122,7 +122,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     dtype = config.dtype if on_cuda else "float32"
-    ctx.info.update(cpu_facts(), device=device, dtype=dtype, compute_dtype=dtype, seq_len=seq_len)
+    ctx.dtype = dtype
+    ctx.info.update(cpu_facts(), seq_len=seq_len)
 
     with tempfile.TemporaryDirectory(prefix="gpubench-embed-") as scratch:
         ctx.progress("build_model")

@@ -234,7 +234,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     train_batches = list(data.micro_batches(train, micro, pad_id))
     heldout_batches = list(data.micro_batches(heldout, micro, pad_id))
-    ctx.info.update(info, method=method, compute_dtype="bfloat16", micro_batch=micro, accumulation=accumulation,
+    ctx.dtype = "bfloat16"
+    ctx.info.update(info, method=method, micro_batch=micro, accumulation=accumulation,
                     steps=config.steps,
                     memory_limit_gib=(config.memory_limit_gib or None) if on_cuda else None)
 

@@ -166,7 +166,8 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     rows = [pack(train[step * per_step:(step + 1) * per_step], data.IGNORE) for step in range(config.steps)]
     flop_rows = [{k: v for k, v in row.items() if k != "example"} for row in rows[:finetune.FLOP_COUNT_BATCHES]]
     heldout_batches = list(data.micro_batches(heldout, micro, pad_id))  # the study's held-out micro-batches
-    ctx.info.update(info, method="lora", compute_dtype="bfloat16", examples_per_step=per_step,
+    ctx.dtype = "bfloat16"
+    ctx.info.update(info, method="lora", examples_per_step=per_step,
                     steps=config.steps, packing="one row per step, position ids restart per example",
                     bucket_tokens=BUCKET, optimizer="AdamW fused" if on_cuda else "AdamW foreach",
                     tokens_counted="training examples' tokens, no padding (as the study's setups)",

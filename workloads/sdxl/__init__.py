@@ -185,7 +185,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
 
     ctx.info.update(weights)
     ctx.info.update({
-        "device": device, "dtype": config.dtype, "compute_dtype": config.dtype, "flops_per_image": flops_per_image,
+        "flops_per_image": flops_per_image,
         "batch": batch, "timed_images": images,
         "warmup_generations": config.warmup_generations, "scheduler": type(pipe.scheduler).__name__,
         "resolution": f"{config.width}x{config.height}", "steps": config.steps, "diffusers": diffusers.__version__,
