@@ -260,7 +260,7 @@ def _thread_from_text(text: Any) -> dict[str, Any] | None:
     found = _THREAD.fullmatch(text) if isinstance(text, str) else None
     if found is None:
         return None
-    from gpubench.measure.process_roles import ROLE_LABELS  # only old records need it: the launcher reads no CSV
+    from gpubench.process_roles import ROLE_LABELS  # only old records need it: the launcher reads no CSV
 
     name, role = found["label"], None
     for key, label in ROLE_LABELS.items():

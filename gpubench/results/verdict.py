@@ -148,7 +148,7 @@ def _judge_cpu(values: dict[str, float], t: dict[str, float]) -> Verdict:
 
 def _host_roles() -> dict[str, str]:
     """The host's processes the utilisation sampler tells apart (data/process_roles.csv): metric -> label."""
-    from gpubench.measure.process_roles import ROLE_LABELS
+    from gpubench.process_roles import ROLE_LABELS
 
     return {f"{role}_thread_pct": label for role, label in ROLE_LABELS.items()}
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from gpubench.measure import energy
 from gpubench.measure.nvml import GpuReading, Nvml, gpu_reading, open_nvml, reason_names  # noqa: F401 - the sampler's API
-from gpubench.measure.process_roles import ROLE_LABELS, ROLE_ROWS
+from gpubench.process_roles import ROLE_LABELS, ROLE_ROWS
 from gpubench.schema import BusiestThread, UtilisationFacts
 from gpubench.workload import MetricDef
 
