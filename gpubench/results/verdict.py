@@ -22,25 +22,16 @@ its cores busy, host-bound when one thread is saturated while over half the core
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 
 from gpubench.measure import flops
 from gpubench.schema import VerdictFacts
+from gpubench.verdict_thresholds import thresholds
 
 VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "client-bound", "throttled",
             "undetermined")
 
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
-
-
-@cache
-def thresholds() -> dict[str, float]:
-    text = resources.files("gpubench").joinpath("data", "verdict_thresholds.csv").read_text(encoding="utf-8")
-    rows = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
-    return {row["name"]: float(row["value"]) for row in rows}
 
 
 @dataclass
