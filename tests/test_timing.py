@@ -5,24 +5,9 @@ the part's seconds are read after the device's queued work; "auto" is the CPU wh
 from __future__ import annotations
 
 import pytest
+from timing_fakes import Clock, Ctx
 
 from gpubench.measure import device, timing
-
-
-class Ctx:
-    def __init__(self):
-        self.phases = []
-
-    def progress(self, phase, done=None, total=None, message=None):
-        self.phases.append((phase, done, total, message))
-
-
-class Clock:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
 
 
 def loop(min_count, min_seconds, step_s):

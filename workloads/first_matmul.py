@@ -7,13 +7,12 @@ create -> API running -> first SSH around this step; here we report what happens
 
 from __future__ import annotations
 
-import functools
 import sys
-import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, param
 from gpubench.measure import device as measure_device
+from gpubench.measure import timing
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -44,27 +43,22 @@ SETUP_NOTES = {"matmul": "import torch, create the CUDA context, one 4096x4096 m
 
 def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
     already_imported = "torch" in sys.modules
-    t0 = time.perf_counter()
-    import torch
-
-    import_s = time.perf_counter() - t0
+    with timing.Timed(None, None) as importing:
+        import torch
     device = measure_device.resolve(config.device)
-    sync = functools.partial(measure_device.synchronize, device)
 
-    ctx.progress("first_matmul")
-    t0 = time.perf_counter()
-    x = torch.randn(config.size, config.size, device=device)
-    y = x @ x
-    sync()
-    first = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    for _ in range(config.warm_repeats):
+    # cold: the device's first use is what is timed; a wait before the clock would create the CUDA context
+    with timing.Timed(ctx, device, phase="first_matmul", cold=True) as first:
+        x = torch.randn(config.size, config.size, device=device)
         y = x @ x
-    sync()
-    warm = (time.perf_counter() - t0) / config.warm_repeats
+
+    with timing.Timed(None, device) as warm:  # inside the first_matmul phase
+        for _ in range(config.warm_repeats):
+            y = x @ x
+    warm_s = warm.seconds / config.warm_repeats
     del y
-    metrics = {"first_matmul_s": first, "warm_matmul_ms": warm * 1000, "warm_tflops": 2 * config.size**3 / warm / 1e12}
+    metrics = {"first_matmul_s": first.seconds, "warm_matmul_ms": warm_s * 1000,
+               "warm_tflops": 2 * config.size**3 / warm_s / 1e12}
     if not already_imported:
-        metrics["import_torch_s"] = import_s
+        metrics["import_torch_s"] = importing.seconds
     return metrics

@@ -10,11 +10,10 @@ Random weights are the study's own choice here: the compute is the same as train
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import compile_cache, gpu_memory
+from gpubench.measure import compile_cache, gpu_memory, timing
 from gpubench.measure import device as measure_device
 from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext
@@ -116,39 +115,31 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    def sync():
-        measure_device.synchronize(device)
-
-    ctx.progress("first_step", message="includes compilation" if use_compile else None)
-    t0 = time.time()
-    step()
-    sync()
-    first = time.time() - t0
+    compiling = "includes compilation" if use_compile else None
+    with timing.Timed(ctx, device, phase="first_step", message=compiling) as first:
+        step()
 
     for i in range(config.warmup_steps):
         step()
         ctx.progress("warmup", done=i + 1, total=config.warmup_steps)
-    sync()
+    measure_device.synchronize(device)
     if on_cuda:
         torch.cuda.reset_peak_memory_stats()
 
-    # The study's number is wall time over all timed steps / steps. Per-step times come from CUDA
-    # events recorded between steps (no extra synchronisation), for the spread.
-    ctx.progress("timed", done=0, total=config.timed_steps)
-    marks = []
-    t0 = time.time()
-    for _ in range(config.timed_steps):
-        marks.append(_mark(torch, on_cuda))
-        step()
-    marks.append(_mark(torch, on_cuda))
-    sync()
-    dt = (time.time() - t0) / config.timed_steps
-    per_step = _step_ms(marks, on_cuda)
+    # The study's number is wall time over all timed steps / steps. Per-step times come from marks queued
+    # between steps (CUDA events on a GPU: no wait per step), for the spread.
+    with timing.Timed(ctx, device, total=config.timed_steps) as timed:
+        timed.mark()
+        for _ in range(config.timed_steps):
+            step()
+            timed.mark()
+    dt = timed.seconds / config.timed_steps
+    per_step = timed.intervals_ms()
     ctx.progress("timed", done=config.timed_steps, total=config.timed_steps)
 
     tokens_per_s = config.batch * config.seq_len / dt
     metrics = {
-        "first_step_s": first,
+        "first_step_s": first.seconds,
         "step_ms": dt * 1000,
         "step_ms_p50": statistics.median(per_step),
         "step_ms_p90": percentile(per_step, 90),
@@ -165,17 +156,3 @@ def flops_per_token(config: Config, params: int) -> float:
     plus attention's scores and values, 12 x layers x hidden x sequence (the PaLM paper's count)."""
     matmul_params = params - config.vocab_size * config.hidden_size
     return 6 * matmul_params + 12 * config.num_layers * config.hidden_size * config.seq_len
-
-
-def _mark(torch, on_cuda: bool):
-    if on_cuda:
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-    return time.perf_counter()
-
-
-def _step_ms(marks, on_cuda: bool) -> list[float]:
-    if on_cuda:
-        return [a.elapsed_time(b) for a, b in zip(marks, marks[1:], strict=False)]
-    return [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]

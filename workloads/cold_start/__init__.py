@@ -28,16 +28,15 @@ Hub cache folder under the same root, never the user's own cache unless `cache_d
 from __future__ import annotations
 
 import fnmatch
-import functools
 import os
 import shutil
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.measure import device as measure_device
+from gpubench.measure import timing
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 from gpubench.workloads.cold_start import checkpoint, hub, pagecache
 
@@ -293,43 +292,35 @@ def _blob(path: Path) -> Path:
 
 def _timed_start(source: Source, config: Config, patterns: list[str], ctx: SetupContext) -> dict[str, float]:
     """The study's script: imports, snapshot_download, load, one token; each phase timed, and the total."""
-    ctx.progress("imports")
-    t0 = time.perf_counter()
-    import torch
-    from huggingface_hub import snapshot_download
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with timing.Timed(None, None) as start:  # total_s: the first import to the first token
+        with timing.Timed(ctx, None, phase="imports") as importing:
+            import torch
+            from huggingface_hub import snapshot_download
+            from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    r = {"import_s": time.perf_counter() - t0}
+        with timing.Timed(ctx, None, phase="download",
+                          message="cache check" if source.local_files_only else "download") as download:
+            if source.cache_dir is None:
+                path = str(source.folder)
+                _snapshot_files(source.folder, patterns)  # a plain folder: the check is listing it
+            else:
+                path = snapshot_download(source.repo_id, allow_patterns=patterns, cache_dir=source.cache_dir,
+                                         local_files_only=source.local_files_only)
+        ctx.info["snapshot"] = path
 
-    ctx.progress("download", message="cache check" if source.local_files_only else "download")
-    t = time.perf_counter()
-    if source.cache_dir is None:
-        path = str(source.folder)
-        _snapshot_files(source.folder, patterns)  # a plain folder: the check is listing it
-    else:
-        path = snapshot_download(source.repo_id, allow_patterns=patterns, cache_dir=source.cache_dir,
-                                 local_files_only=source.local_files_only)
-    r["download_s"] = time.perf_counter() - t
-    ctx.info["snapshot"] = path
+        device = measure_device.resolve(config.device)
+        # cold: the load is the device's first use, CUDA context included, as in the study's script
+        with timing.Timed(ctx, device, phase="load", cold=True) as load:
+            tok = AutoTokenizer.from_pretrained(path)
+            model, loading = AutoModelForCausalLM.from_pretrained(
+                path, dtype=getattr(torch, config.dtype), device_map=device, output_loading_info=True)
 
-    ctx.progress("load")
-    device = measure_device.resolve(config.device)
-    sync = functools.partial(measure_device.synchronize, device)
-    t = time.perf_counter()
-    tok = AutoTokenizer.from_pretrained(path)
-    model, loading = AutoModelForCausalLM.from_pretrained(
-        path, dtype=getattr(torch, config.dtype), device_map=device, output_loading_info=True)
-    sync()
-    r["load_to_gpu_s"] = time.perf_counter() - t
-
-    ctx.progress("first_token")
-    t = time.perf_counter()
-    inputs = tok.apply_chat_template([{"role": "user", "content": config.prompt}], add_generation_prompt=True,
-                                     return_tensors="pt", return_dict=True).to(device)
-    model.generate(**inputs, max_new_tokens=config.max_new_tokens, do_sample=False)
-    sync()
-    r["first_token_s"] = time.perf_counter() - t
-    r["total_s"] = time.perf_counter() - t0
+        with timing.Timed(ctx, device, phase="first_token") as first_token:
+            inputs = tok.apply_chat_template([{"role": "user", "content": config.prompt}], add_generation_prompt=True,
+                                             return_tensors="pt", return_dict=True).to(device)
+            model.generate(**inputs, max_new_tokens=config.max_new_tokens, do_sample=False)
+    r = {"import_s": importing.seconds, "download_s": download.seconds, "load_to_gpu_s": load.seconds,
+         "first_token_s": first_token.seconds, "total_s": start.seconds}
 
     r["prompt_tokens"] = inputs["input_ids"].shape[-1]
     missing = sorted(loading.get("missing_keys", []))

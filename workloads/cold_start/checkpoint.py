@@ -22,9 +22,10 @@ import os
 import random
 import shutil
 import threading
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from gpubench.measure import timing
 
 REPO_ID = "gpubench-random/Qwen2.5-7B-Instruct"
 MARKER = "gpubench-random-checkpoint.json"
@@ -308,24 +309,25 @@ def write(cache_dir: Path, shape: Shape, progress=None) -> dict:
             return blob.stat().st_size
         return write_json
 
-    started = time.perf_counter()
-    chunk = _bf16_pool() * (CHUNK_BYTES // (2 << 18))
-    groups = split_shards(shape)
-    names = [f"model-{i:05d}-of-{len(groups):05d}.safetensors" for i in range(1, len(groups) + 1)]
-    weight_map = {tensor: name for name, group in zip(names, groups, strict=True) for tensor, _ in group}
-    if progress:
-        progress(0, len(groups), f"{len(groups)} shards at once")
-    _in_threads([lambda name=name, group=group: place(name, lambda blob: _write_shard(blob, group, chunk))
-                 for name, group in zip(names, groups, strict=True)])
-    if progress:
-        progress(len(groups), len(groups), "written and synced")
-    total = sum(_numel(d) * 2 for _, d in tensors(shape))
-    place("model.safetensors.index.json", json_writer({"metadata": {"total_size": total}, "weight_map": weight_map}))
-    place("config.json", json_writer(config_json(shape)))
-    place("generation_config.json", json_writer(generation_config_json(shape)))
-    for name, data in tokenizer_files(shape).items():
-        place(name, json_writer(data))
-    write_s = time.perf_counter() - started
+    with timing.Timed(None, None) as writing:
+        chunk = _bf16_pool() * (CHUNK_BYTES // (2 << 18))
+        groups = split_shards(shape)
+        names = [f"model-{i:05d}-of-{len(groups):05d}.safetensors" for i in range(1, len(groups) + 1)]
+        weight_map = {tensor: name for name, group in zip(names, groups, strict=True) for tensor, _ in group}
+        if progress:
+            progress(0, len(groups), f"{len(groups)} shards at once")
+        _in_threads([lambda name=name, group=group: place(name, lambda blob: _write_shard(blob, group, chunk))
+                     for name, group in zip(names, groups, strict=True)])
+        if progress:
+            progress(len(groups), len(groups), "written and synced")
+        total = sum(_numel(d) * 2 for _, d in tensors(shape))
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        place("model.safetensors.index.json", json_writer(index))
+        place("config.json", json_writer(config_json(shape)))
+        place("generation_config.json", json_writer(generation_config_json(shape)))
+        for name, data in tokenizer_files(shape).items():
+            place(name, json_writer(data))
+    write_s = writing.seconds
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(revision)
     weights = sum(size for name, size in files.items() if name.endswith(".safetensors"))

@@ -13,8 +13,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import time
 from pathlib import Path
+
+from gpubench.measure import timing
 
 READ_BUFFER = 16 << 20
 _PROT_READ, _MAP_SHARED = 0x1, 0x01
@@ -73,12 +74,12 @@ def sequential_read(paths: list[Path]) -> tuple[int, float]:
     buffer = bytearray(READ_BUFFER)
     view = memoryview(buffer)
     done = 0
-    started = time.perf_counter()
-    for path in paths:
-        with open(path, "rb", buffering=0) as file:
-            while n := file.readinto(view):
-                done += n
-    return done, time.perf_counter() - started
+    with timing.Timed(None, None) as reading:
+        for path in paths:
+            with open(path, "rb", buffering=0) as file:
+                while n := file.readinto(view):
+                    done += n
+    return done, reading.seconds
 
 
 def filesystem(path: Path) -> dict[str, str]:

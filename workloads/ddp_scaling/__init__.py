@@ -19,13 +19,12 @@ import os
 import shutil
 import statistics
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpubench.config_fields import param
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory
+from gpubench.measure import gpu_memory, timing
 from gpubench.ports import free_port
 from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
@@ -160,7 +159,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         if recipe.size is None:
             return allreduce_test(config, group, ctx.info, ctx.progress)
         ctx.dtype = "bfloat16"  # accumulate's autocast
-        return train(recipe, config, group, ctx.info, ctx.progress)
+        return train(recipe, config, group, ctx)
     finally:
         dist.destroy_process_group()
 
@@ -194,7 +193,7 @@ def join_group(recipe: Recipe, config: Config) -> Group:
     return Group(rank, local_rank, world_size, device, host_gpus)
 
 
-def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> dict[str, float]:
+def train(recipe: Recipe, config: Config, group: Group, ctx: SetupContext) -> dict[str, float]:
     import torch
     import torch.distributed as dist
 
@@ -202,6 +201,7 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
 
     device, on_cuda = group.device, group.device.type == "cuda"
     layers, width, heads = (getattr(config, f"{field}_{recipe.size}") for field in ("layers", "width", "heads"))
+    info, report = ctx.info, ctx.progress
     report("build_model")
     torch.manual_seed(config.seed)  # the same init everywhere (DDP also broadcasts rank 0's weights)
     model = GPT(config.vocab_size, config.seq_len, layers, width, heads).to(device)
@@ -220,25 +220,20 @@ def train(recipe: Recipe, config: Config, group: Group, info: dict, report) -> d
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    def sync() -> None:
-        if on_cuda:
-            torch.cuda.synchronize()
-
     report("count_flops")
     flops_per_token = count_step_flops(ddp, next_batch) / (config.micro_batch * config.seq_len)
     for i in range(config.warmup_steps):
         step()
         report("warmup", done=i + 1, total=config.warmup_steps)
-    sync()
+    measure_device.synchronize(str(device))
     if on_cuda:
         torch.cuda.reset_peak_memory_stats()
     step_ms = []
-    for i in range(config.timed_steps):
-        start = time.perf_counter()
-        step()
-        sync()
-        step_ms.append((time.perf_counter() - start) * 1000)
-        report("timed", done=i + 1, total=config.timed_steps)
+    with timing.Timed(ctx, str(device), total=config.timed_steps) as timed:
+        for i in range(config.timed_steps):
+            step()
+            step_ms.append(timed.lap() * 1000)  # each step waited for: the study's per-step times
+            report("timed", done=i + 1, total=config.timed_steps)
 
     median_ms = statistics.median(step_ms)
     tokens_per_step = group.world_size * config.micro_batch * config.seq_len * recipe.accum

@@ -9,8 +9,10 @@ makes the number comparable with the links' speed whatever the number of ranks.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
+
+from gpubench.measure import device as measure_device
+from gpubench.measure import timing
 
 MB = 1 << 20  # nccl-tests' "8M" is 8 MiB; bandwidths are in GB/s (1e9 bytes)
 
@@ -36,20 +38,18 @@ def measure(device, world_size: int, sizes: list[int], warmup: int, iters: int,
     import torch.distributed as dist
 
     on_cuda = device.type == "cuda"
-    sync = torch.cuda.synchronize if on_cuda else (lambda: None)
     barrier_args = {"device_ids": [device.index]} if on_cuda else {}
     rows = []
     for index, nbytes in enumerate(sizes):
         buffer = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
         for _ in range(warmup):
             dist.all_reduce(buffer)
-        sync()
+        measure_device.synchronize(str(device))
         dist.barrier(**barrier_args)
-        start = time.perf_counter()
-        for _ in range(iters):
-            dist.all_reduce(buffer)
-        sync()
-        seconds = (time.perf_counter() - start) / iters
+        with timing.Timed(None, str(device)) as timed:  # inside the caller's "allreduce" phase
+            for _ in range(iters):
+                dist.all_reduce(buffer)
+        seconds = timed.seconds / iters
         algbw = nbytes / seconds / 1e9
         rows.append({"bytes": nbytes, "time_us": seconds * 1e6, "algbw_gbps": algbw,
                      "busbw_gbps": algbw * bus_factor(world_size)})

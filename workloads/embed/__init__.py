@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.measure import device as measure_device
-from gpubench.measure import flops, gpu_memory
+from gpubench.measure import flops, gpu_memory, timing
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -139,9 +138,9 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     texts = embed_model.passages(model.tokenizer, seq_len, config.passages, config.seed)
     metrics = {"params_m": sum(p.numel() for p in model.parameters()) / 1e6}
 
-    metrics.update(measure_plain(model, texts, config, ctx, on_cuda))
-    metrics.update(measure_gpu_only(model, texts, config, ctx, on_cuda))
-    metrics.update(measure_tuned(model, texts, seq_len, config, ctx, on_cuda))
+    metrics.update(measure_plain(model, texts, config, ctx, device))
+    metrics.update(measure_gpu_only(model, texts, config, ctx, device))
+    metrics.update(measure_tuned(model, texts, seq_len, config, ctx, device))
     per_passage = metrics["tokens_per_passage"]
     for prefix in ("", "gpu_only_", "tuned_"):
         metrics[f"{prefix}tokens_per_s"] = metrics[f"{prefix}passages_per_s"] * per_passage
@@ -165,21 +164,19 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     return metrics
 
 
-def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, device: str) -> dict[str, float]:
     """The study's loop, as written: encode() over all passages again and again for at least min_seconds."""
     import torch
 
     ctx.progress("warmup")
     model.encode(texts[:config.warmup_passages], batch_size=config.batch_size)
-    sync(torch, on_cuda)
-    ctx.progress("timed", message="encode()")
-    done, t0 = 0, time.time()
-    while time.time() - t0 < config.min_seconds:
-        model.encode(texts, batch_size=config.batch_size)
-        done += len(texts)
-    sync(torch, on_cuda)
-    metrics = {"passages_per_s": done / (time.time() - t0)}
-    if on_cuda:  # the study read it here: model, warm-up and the encode() loop, nothing reset
+    passes = 0
+    with timing.Timed(ctx, device, min_seconds=config.min_seconds, message="encode()") as timed:
+        while timed.more(passes):
+            model.encode(texts, batch_size=config.batch_size)
+            passes += 1
+    metrics = {"passages_per_s": passes * len(texts) / timed.seconds}
+    if measure_device.on_gpu(device):  # the study read it here: model, warm-up and the encode() loop, nothing reset
         metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated()))
     return metrics
 
@@ -193,13 +190,12 @@ def host_bound_share(plain: float, model_only: float) -> tuple[float | None, str
     return 1 - plain / model_only, ""
 
 
-def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext, device: str) -> dict[str, float]:
     """The same batches, tokenized as encode() does it and put on the device beforehand: forward passes only."""
     import torch
 
     from gpubench.workloads.embed.model import preprocess
 
-    device = next(model.parameters()).device
     batches = []
     for start in range(0, len(texts), config.batch_size):
         features = preprocess(model, texts[start:start + config.batch_size])
@@ -209,24 +205,24 @@ def measure_gpu_only(model, texts: list[str], config: Config, ctx: SetupContext,
     with torch.inference_mode():
         ctx.progress("count_flops")
         per_passage = flops.count(lambda: [model(b) for b in counted]) / sum(len(b["input_ids"]) for b in counted)
-    ctx.progress("timed", message="GPU only")
     with torch.inference_mode():
         for features in batches:  # every batch shape once (the last batch may be short) before the clock starts
             model(features)
-        sync(torch, on_cuda)
-        done, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < config.min_seconds:
-            for features in batches:
-                model(features)
-            done += len(texts)
-            sync(torch, on_cuda)  # the clock is read after the GPU finished, not when the launches were queued
+        passes = 0
+        with timing.Timed(ctx, device, min_seconds=config.min_seconds, message="GPU only") as timed:
+            while timed.more(passes):
+                for features in batches:
+                    model(features)
+                passes += 1
+                # The time left is read after the GPU finished the pass, not when its launches were queued.
+                measure_device.synchronize(device)
     ctx.info["flops_per_passage"] = per_passage
-    rate = done / (time.perf_counter() - t0)
+    rate = passes * len(texts) / timed.seconds
     return {"gpu_only_passages_per_s": rate, "tokens_per_passage": tokens / len(texts),
             "gpu_only_tflops": rate * per_passage / 1e12}
 
 
-def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, on_cuda: bool) -> dict[str, float]:
+def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext, device: str) -> dict[str, float]:
     import torch
 
     from gpubench.workloads.embed import tuned as embed_tuned
@@ -245,14 +241,14 @@ def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext,
         batch, rates = embed_tuned.choose_batch(model, pool, template, candidates, config.tuned_probe_seconds,
                                                 ctx.progress)
         ctx.info["tuned_probe_passages_per_s"] = {str(b): r for b, r in rates.items()}
-        if on_cuda:
+        if measure_device.on_gpu(device):
             torch.cuda.reset_peak_memory_stats()
-        ctx.progress("timed", message=f"tuned, batch {batch}")
-        done, elapsed, _ = embed_tuned.encode(model, pool, template, batch, config.min_seconds, whole_passes=True)
+        done, elapsed, _ = embed_tuned.encode(model, pool, template, batch, config.min_seconds, whole_passes=True,
+                                              ctx=ctx, message=f"tuned, batch {batch}")
     finally:
         pool.close()
     metrics = {"tuned_passages_per_s": done / elapsed, "tuned_batch": batch, "tuned_workers": workers}
-    if on_cuda:
+    if measure_device.on_gpu(device):
         metrics["tuned_peak_mem_gib"] = torch.cuda.max_memory_allocated() / gpu_memory.GIB
     return metrics
 
@@ -287,8 +283,3 @@ def cgroup_cpu_quota() -> float | None:
     if quota in ("max", "-1"):
         return None
     return int(quota) / int(period)
-
-
-def sync(torch, on_cuda: bool) -> None:
-    if on_cuda:
-        torch.cuda.synchronize()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 from collections import deque
+
+from gpubench.measure import timing
 
 _worker: dict = {}  # in each tokenizer process: its tokenizer and the passages
 
@@ -74,10 +75,12 @@ class TokenizerPool:
         self.pool.join()
 
 
-def encode(model, pool: TokenizerPool, template: dict, batch: int, seconds: float, whole_passes: bool):
+def encode(model, pool: TokenizerPool, template: dict, batch: int, seconds: float, whole_passes: bool,
+           ctx=None, message: str | None = None):
     """Embed for at least `seconds`; returns (passages, elapsed s, the last whole pass's embeddings or None).
 
     whole_passes: stop only at the end of a pass over all passages, as the study's loop of encode() does.
+    ctx: whose progress marks the timed phase (with `message`); None: the caller's phase goes on (the probes).
     """
     import torch
 
@@ -86,9 +89,8 @@ def encode(model, pool: TokenizerPool, template: dict, batch: int, seconds: floa
     n = len(pool.texts)
     done, pass_outputs, last_pass = 0, [], None
     stream = pool.batches(batch)
-    t0 = time.perf_counter()
     try:
-        with torch.inference_mode():
+        with timing.Timed(ctx, str(device), min_seconds=seconds, message=message) as timed, torch.inference_mode():
             for start, ids, mask in stream:
                 features = dict(template)
                 features["input_ids"] = _to_device(torch, ids, device, on_cuda)
@@ -101,14 +103,11 @@ def encode(model, pool: TokenizerPool, template: dict, batch: int, seconds: floa
                 if end_of_pass:
                     last_pass = torch.cat(pass_outputs).cpu()  # embeddings on the host, as encode() returns them
                     pass_outputs = []
-                if time.perf_counter() - t0 >= seconds and (end_of_pass or not whole_passes):
+                if (end_of_pass or not whole_passes) and not timed.more(done):
                     break
-        if on_cuda:
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - t0
-    finally:
+    finally:  # after the clock: the batches tokenized ahead are not this measurement's
         stream.close()
-    return done, elapsed, last_pass
+    return done, timed.seconds, last_pass
 
 
 def choose_batch(model, pool: TokenizerPool, template: dict, candidates: list[int], seconds: float, progress):

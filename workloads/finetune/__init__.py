@@ -16,9 +16,7 @@ The study ran on an L40S, 44.4 GiB usable, where full fine-tuning ran out of mem
 
 from __future__ import annotations
 
-import functools
 import math
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 
 from gpubench.config_fields import DEVICE, param
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory
+from gpubench.measure import gpu_memory, timing
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 MODEL_REPO = "Qwen/Qwen2.5-1.5B-Instruct"
@@ -251,33 +249,30 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         opt = torch.optim.AdamW(params, lr=config.lr_full if method == "full" else config.lr_lora, weight_decay=0.0)
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        autocast, sync = bf16_autocast(device), synchronizer(on_cuda)
+        autocast = bf16_autocast(device)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = heldout_loss(model, heldout_batches, device, autocast)
 
         every = max(1, config.steps // 20)
-        ctx.progress("train", done=0, total=config.steps)
         model.train()
-        sync()
         computed = 0  # padded tokens through forward and backward
-        t0 = time.perf_counter()
-        for step in range(config.steps):
-            for batch in train_batches[step * accumulation:(step + 1) * accumulation]:
-                if not (batch["labels"][:, 1:] != data.IGNORE).any():
-                    continue  # every answer token cut at max_len: no loss to take
-                computed += batch["input_ids"].numel()
-                batch = {k: v.to(device) for k, v in batch.items()}
-                with autocast():
-                    loss = model(**batch).loss
-                (loss / accumulation).backward()
-            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            opt.step()
-            schedule.step()
-            opt.zero_grad(set_to_none=True)
-            if (step + 1) % every == 0:
-                ctx.progress("train", done=step + 1, total=config.steps)
-        sync()
-        train_s = time.perf_counter() - t0
+        with timing.Timed(ctx, device, phase="train", total=config.steps) as training:
+            for step in range(config.steps):
+                for batch in train_batches[step * accumulation:(step + 1) * accumulation]:
+                    if not (batch["labels"][:, 1:] != data.IGNORE).any():
+                        continue  # every answer token cut at max_len: no loss to take
+                    computed += batch["input_ids"].numel()
+                    batch = {k: v.to(device) for k, v in batch.items()}
+                    with autocast():
+                        loss = model(**batch).loss
+                    (loss / accumulation).backward()
+                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+                opt.step()
+                schedule.step()
+                opt.zero_grad(set_to_none=True)
+                if (step + 1) % every == 0:
+                    ctx.progress("train", done=step + 1, total=config.steps)
+        train_s = training.seconds
         peak = torch.cuda.max_memory_allocated(device) / GIB if on_cuda else None
         ctx.progress("count_flops")
         flops_per_token = count_flops_per_token(model, train_batches, device, autocast)
@@ -314,11 +309,6 @@ def bf16_autocast(device: str):
     import torch
 
     return lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16)
-
-
-def synchronizer(on_cuda: bool):
-    """What the loops call before reading the clock: waits for the GPU's queued work (nothing on a CPU)."""
-    return functools.partial(measure_device.synchronize, "cuda" if on_cuda else "cpu")
 
 
 def count_flops_per_token(model, batches, device: str, autocast) -> float:

@@ -28,12 +28,11 @@ study's setups do. The held-out loss is the study's function on the study's held
 from __future__ import annotations
 
 import math
-import time
 from contextlib import ExitStack
 from typing import Any
 
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory
+from gpubench.measure import gpu_memory, timing
 from gpubench.workload import SetupContext
 
 SETUP = "lora-tuned"
@@ -128,7 +127,7 @@ def step_functions(model, rows, device: str, graphs: bool, info: dict) -> dict:
             args = tuple(sample[k].to(device) for k in INPUTS)
             out[width] = torch.cuda.make_graphed_callables(packed_loss(model, "cuda"), args)
     except Exception as exc:  # noqa: BLE001 - say so and run eager: the result names what it measured
-        torch.cuda.synchronize()
+        measure_device.synchronize(device)
         info["cuda_graphs"] = f"failed, ran eager: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
         return dict.fromkeys(widths, eager)
     info["cuda_graphs"] = f"one graph of forward and backward per row width: {widths}"
@@ -184,7 +183,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
                                 **({"fused": True} if on_cuda else {"foreach": True}))
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        autocast, sync = finetune.bf16_autocast(device), finetune.synchronizer(on_cuda)
+        autocast = finetune.bf16_autocast(device)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = finetune.heldout_loss(model, heldout_batches, device, autocast)
 
@@ -192,32 +191,26 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
         rows = [pad_row(row, pad_id, data.IGNORE) for row in rows]
         if on_cuda:
             rows = [{k: v.pin_memory() for k, v in row.items()} for row in rows]
-        ctx.progress("warmup", message="CUDA graphs" if on_cuda and config.tuned_cuda_graphs else "first passes")
-        sync()
-        t0 = time.perf_counter()
-        passes = step_functions(model, rows, device, on_cuda and config.tuned_cuda_graphs, ctx.info)
-        opt.zero_grad(set_to_none=True)
-        sync()
-        warmup_s = time.perf_counter() - t0
+        graphs = on_cuda and config.tuned_cuda_graphs
+        with timing.Timed(ctx, device, phase="warmup", message="CUDA graphs" if graphs else "first passes") as warmup:
+            passes = step_functions(model, rows, device, graphs, ctx.info)
+            opt.zero_grad(set_to_none=True)
 
         def loss_of(row):
             args = [row[k].to(device, non_blocking=True) for k in INPUTS]
             return passes[row["input_ids"].shape[1]](*args)
 
         every = max(1, config.steps // 20)
-        ctx.progress("train", done=0, total=config.steps)
-        sync()
-        t0 = time.perf_counter()
-        for step, row in enumerate(rows):
-            loss_of(row).backward()
-            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm, foreach=True)
-            opt.step()
-            schedule.step()
-            opt.zero_grad(set_to_none=True)
-            if (step + 1) % every == 0:
-                ctx.progress("train", done=step + 1, total=config.steps)
-        sync()
-        train_s = time.perf_counter() - t0
+        with timing.Timed(ctx, device, phase="train", total=config.steps) as training:
+            for step, row in enumerate(rows):
+                loss_of(row).backward()
+                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm, foreach=True)
+                opt.step()
+                schedule.step()
+                opt.zero_grad(set_to_none=True)
+                if (step + 1) % every == 0:
+                    ctx.progress("train", done=step + 1, total=config.steps)
+        train_s = training.seconds
         peak = torch.cuda.max_memory_allocated(device) / GIB if on_cuda else None
 
         ctx.progress("count_flops")
@@ -233,7 +226,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
         "trainable_params_m": trainable / 1e6,
         "trainable_pct": 100.0 * trainable / total,
         "train_s": train_s,
-        "warmup_s": warmup_s,
+        "warmup_s": warmup.seconds,
         "tokens_per_s": tokens / train_s,
         "achieved_tflops": flops_per_token * computed / train_s / 1e12,
         "train_tokens": tokens,

@@ -25,7 +25,6 @@ Differences from the study, on purpose:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
@@ -137,21 +136,15 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     dtype = getattr(torch, config.dtype)
     torch.manual_seed(config.seed)
 
-    def sync():
-        measure_device.synchronize(device)
-
-    ctx.progress("load")
-    t0 = time.perf_counter()
     base_dir, vae_dir = ctx.weight_paths.get(BASE_REPO), ctx.weight_paths.get(VAE_REPO)
-    if base_dir and vae_dir:
-        pipe = sdxl_components.pretrained_pipeline(base_dir, vae_dir, device, dtype)
-        weights = {"weights": "pretrained", BASE_REPO: base_dir, VAE_REPO: vae_dir, "variant": "fp16",
-                   "vae_loaded_from": getattr(pipe.vae.config, "_name_or_path", None)}
-    else:
-        pipe = sdxl_components.random_pipeline(config.architecture, device, dtype)
-        weights = {"weights": f"random, {config.architecture} component configs (sdxl/components.py)"}
-    sync()
-    load_s = time.perf_counter() - t0
+    with timing.Timed(ctx, device, phase="load", cold=True) as load:  # the device's first use: its start counts
+        if base_dir and vae_dir:
+            pipe = sdxl_components.pretrained_pipeline(base_dir, vae_dir, device, dtype)
+            weights = {"weights": "pretrained", BASE_REPO: base_dir, VAE_REPO: vae_dir, "variant": "fp16",
+                       "vae_loaded_from": getattr(pipe.vae.config, "_name_or_path", None)}
+        else:
+            pipe = sdxl_components.random_pipeline(config.architecture, device, dtype)
+            weights = {"weights": f"random, {config.architecture} component configs (sdxl/components.py)"}
     pipe.set_progress_bar_config(disable=True)
     unet_params = sum(p.numel() for p in pipe.unet.parameters())
 
@@ -171,10 +164,9 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     for i in range(config.warmup_generations):
         ctx.progress("warmup", done=i, total=config.warmup_generations,
                      message="first compiled call: compiling" if use_compile and i == 0 else None)
-        t0 = time.perf_counter()
-        generate()
-        sync()
-        warmups.append(time.perf_counter() - t0)
+        with timing.Timed(None, device) as warmup:  # ctx None: the phase and its count are marked above
+            generate()
+        warmups.append(warmup.seconds)
 
     images = config.timed_images(batch)
     with timing.Timed(ctx, device, min_count=images, total=images) as timed:  # the study's count: no minimum time
@@ -203,7 +195,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         "s_per_image": s_per_image,
         "images_per_hour": 3600 / s_per_image,
         "images_per_s": 1 / s_per_image,
-        "load_s": load_s,
+        "load_s": load.seconds,
         "unet_params_m": unet_params / 1e6,
         "achieved_tflops": flops_per_image / s_per_image / 1e12,
     }

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import weights as weight_store
 from gpubench.config_fields import param
+from gpubench.measure import timing
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 from gpubench.workloads.whisper.audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
 
@@ -119,14 +119,13 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     ctx.progress("load_audio")
     clips = load_clips(config, ctx)
 
-    ctx.progress("load_model")
     with tempfile.TemporaryDirectory(prefix="gpubench-whisper-") as scratch:
-        started = time.perf_counter()
-        transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
-        model_load_s = time.perf_counter() - started
+        # No device to wait for: build() chooses it (what it leaves queued, the timed part waits for first).
+        with timing.Timed(ctx, None, phase="load_model") as load:
+            transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
         ctx.info.update(facts)
         metrics = measure(transcribe, clips, config, ctx, on_gpu=facts["device"].startswith("cuda"))
-    metrics["model_load_s"] = model_load_s
+    metrics["model_load_s"] = load.seconds
     transcripts = metrics.pop("transcripts")
 
     references = [clip.reference for clip in clips]
@@ -220,13 +219,12 @@ def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: 
         ctx.progress("warmup")
         warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
         transcribe(warmup)
-        ctx.progress("timed", done=0, total=len(clips))
         transcripts = []
-        started = time.perf_counter()
-        for i, clip in enumerate(clips):
-            transcripts.append(transcribe(clip.audio))
-            ctx.progress("timed", done=i + 1, total=len(clips))
-        elapsed = time.perf_counter() - started
+        with timing.Timed(ctx, transcribe.torch_device, total=len(clips)) as timed:
+            for i, clip in enumerate(clips):
+                transcripts.append(transcribe(clip.audio))
+                ctx.progress("timed", done=i + 1, total=len(clips))
+        elapsed = timed.seconds
     probe = getattr(transcribe, "decoder_probe", None)
     if probe is None:
         ctx.info["bandwidth"] = "not measured: CTranslate2 does not expose the decoder's step time"

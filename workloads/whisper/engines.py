@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from gpubench.measure import device as measure_device
@@ -18,12 +17,10 @@ CPU_COMPUTE_TYPE = {"float16": "float32", "int8_float16": "int8"}
 
 
 def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, config):
+    import ctranslate2
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-    if device == "auto":
-        import ctranslate2
-
-        device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+    device = measure_device.resolve(device, gpu_count=ctranslate2.get_cuda_device_count)
     if device == "cpu":
         compute_type = CPU_COMPUTE_TYPE.get(compute_type, compute_type)
     model = WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=config.cpu_threads)
@@ -40,6 +37,7 @@ def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, c
             segments, _ = model.transcribe(audio, language=config.language, beam_size=config.beam_size)
             return " ".join(segment.text for segment in segments)
         facts["decoding"] = f"beam_size={config.beam_size}, language={config.language}"
+    transcribe.torch_device = None  # CTranslate2 returns when its work is done; a torch wait would add a CUDA context
     return transcribe, facts
 
 
@@ -93,6 +91,7 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
                       generate_kwargs=generate)
         return out["text"]
 
+    transcribe.torch_device = device  # what a clock around it waits for
     transcribe.decoder_probe = lambda audio: decoder_bandwidth(model, transcribe, audio, device)
     facts = {"engine": "transformers pipeline", "device": device, "compute_type": str(dtype).removeprefix("torch."),
              "attention": model.config._attn_implementation, "model": described,
@@ -105,16 +104,14 @@ def decoder_bandwidth(model, transcribe, audio, device: str) -> dict:
     """One more, untimed transcription of `audio` with the decoder's forward calls timed (synchronized on a GPU):
     achieved_gbps = what its steps must read (decoder weights once + each row's cross-attention KV over the
     encoder's 1500 frames and its self-attention KV so far, gpubench/measure/bandwidth.py) over their summed time."""
-    import time
-
-    from gpubench.measure import bandwidth
+    from gpubench.measure import bandwidth, timing
 
     decoder, config = model.model.decoder, model.config
     weight_bytes = sum(p.numel() * p.element_size() for p in decoder.parameters())
     dtype_bytes = next(decoder.parameters()).element_size()
     kv_per_token = bandwidth.kv_bytes_per_token(config.decoder_layers, 1, config.d_model, dtype_bytes)
-    sync = functools.partial(measure_device.synchronize, device)
     steps = {"bytes": 0.0, "seconds": 0.0, "calls": 0, "rows": 0}
+    clock = timing.Timed(None, device)  # a lap from each call's start to its end, both waited for
 
     def before(module, args, kwargs):
         ids = kwargs.get("input_ids", args[0] if args else None)
@@ -123,18 +120,17 @@ def decoder_bandwidth(model, transcribe, audio, device: str) -> dict:
         context = config.max_source_positions + past + ids.shape[1]
         steps["bytes"] += bandwidth.decode_bytes_per_step(weight_bytes, ids.shape[0], context, kv_per_token)
         steps["rows"] += ids.shape[0]
-        sync()
-        steps["started"] = time.perf_counter()
+        clock.lap()  # the time since the last call's end is not the decoder's
 
     def after(module, args, kwargs, output):
-        sync()
-        steps["seconds"] += time.perf_counter() - steps["started"]
+        steps["seconds"] += clock.lap()
         steps["calls"] += 1
 
     hooks = [decoder.register_forward_pre_hook(before, with_kwargs=True),
              decoder.register_forward_hook(after, with_kwargs=True)]
     try:
-        transcribe(audio)
+        with clock:
+            transcribe(audio)
     finally:
         for hook in hooks:
             hook.remove()
