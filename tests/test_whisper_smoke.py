@@ -26,6 +26,7 @@ def test_speed_is_audio_over_wall_time_and_costs_follow_from_it(smoke):
         assert m["audio_s"] == pytest.approx(2.9856875 + 1.143375 + 2.888625, abs=0.01)  # the three English clips
         assert m["realtime_factor"] == pytest.approx(m["audio_s"] / m["transcribe_s"], rel=1e-9)
         assert m["warmup_s"] == 1 and m["model_load_s"] > 0 and m["peak_mem_gib"] > 0
+        assert row["device"] == "cpu" and row["dtype"] == row["info"]["compute_type"]  # the harness's typed facts
         # $ per 1,000 audio hours at $1.18/h: 1,000 h of audio take 1,000 / realtime_factor hours.
         assert m["usd_per_1k_audio_hours"] == pytest.approx(1.18 * 1000 / m["realtime_factor"], rel=1e-9)
 

@@ -124,6 +124,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         with timing.Timed(ctx, None, phase="load_model") as load:
             transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
         ctx.info.update(facts)
+        ctx.dtype = facts["compute_type"]  # CTranslate2's (int8_float16, ...) or the torch pipeline's
         metrics = measure(transcribe, clips, config, ctx, on_gpu=facts["device"].startswith("cuda"))
     metrics["model_load_s"] = load.seconds
     transcripts = metrics.pop("transcripts")
