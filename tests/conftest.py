@@ -84,6 +84,9 @@ def imports(source: str) -> set[str]:
             found = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "importorskip" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found = [node.args[0].value]  # pytest.importorskip("torch") imports it as surely as `import torch`
         else:
             continue
         for name in found:

@@ -31,6 +31,7 @@ def test_fast_means_no_subprocess_workload_or_torch():
     assert conftest._fast((TESTS / "test_workload_definition.py").read_text())
     assert not conftest._fast((TESTS / "test_run_smoke.py").read_text())  # a real CLI run
     assert not conftest._fast((TESTS / "test_add_a_workload.py").read_text())
+    assert not conftest._fast('torch = pytest.importorskip("torch")\n')  # an import all the same
 
 
 def test_the_markers_are_registered_and_strict():
