@@ -96,3 +96,18 @@ def test_load_levels_on_one_server_send_fresh_prompts_to_an_emptied_cache(sessio
     hits = after["prefix_cache_hits"] - before["prefix_cache_hits"]
     assert hits / (after["prefix_cache_queries"] - before["prefix_cache_queries"]) > 0.8  # no reset: found
     assert 0 < first["tokens_streamed_pct"] <= 100 and 0 < second["tokens_streamed_pct"] <= 100
+
+
+def test_fixed_prompts_start_uncached_after_their_warm_up(session):
+    """A study of fixed prompts (ollama-vs-vllm's 32) warms up with the very prompts it then times: the cache is
+    emptied again after the warm-up, so the timed requests find none of it, as the study's one warm-up left them."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(session.tokenizer)
+    fixed = tuple(tokenizer.decode(list(range(7000 + 400 * k, 7300 + 400 * k))) for k in range(4))
+    ctx = context("u2")
+    metrics = common.measure_load(session, ctx, level="u2", seed=0, endpoint="completions", users=2, requests=4,
+                                  warmup=2, prompts=fixed, output_tokens=4, ignore_eos=True)
+    assert metrics["prefix_cache_hit_rate"] < 5  # the warm-up's p0 and p1 are not found by the timed p0 and p1
+    assert ctx.info["prompt_seed"]["server_cache"].endswith("again after it (fixed prompts: the warm-up had sent"
+                                                            " the timed ones)")

@@ -245,8 +245,17 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
                     **spec_fields)
     cache = session.fresh_cache()  # levels independent even where the prompts are fixed (ollama-vs-vllm's)
+    fixed = bool(spec.prompts)
     before = session.counters()
-    run = run_load(spec, progress=ctx.progress, on_timed=lambda: before.update(session.counters()))  # after warm-up
+
+    def timed() -> None:  # after the warm-up, before the first timed request
+        if fixed:  # the warm-up sent the timed prompts themselves: they start uncached, as in the study's run
+            session.fresh_cache()
+        before.update(session.counters())
+
+    run = run_load(spec, progress=ctx.progress, on_timed=timed)
+    if fixed and session.kind == "vllm":
+        cache += ", and again after it (fixed prompts: the warm-up had sent the timed ones)"
     after = session.counters()
     metrics = run.metrics()
     if (share := streamed_pct(run.records)) is not None:
