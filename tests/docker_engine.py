@@ -316,7 +316,9 @@ def start_gpubench(args: list[str], cwd: Path, run_id: str) -> subprocess.Popen:
     """gpubench in the background, as a user's shell would start it; output goes to files in cwd."""
     from clirun import BIN, base_env
 
-    return subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=base_env({"GPUBENCH_RUN_ID": run_id}),
+    # faulthandler: a SIGABRT from a test that waited too long writes every thread's stack to stderr.txt
+    env = base_env({"GPUBENCH_RUN_ID": run_id, "PYTHONFAULTHANDLER": "1"})
+    return subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=env,
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))  # noqa: SIM115
 
 

@@ -2,6 +2,7 @@
 
 import json
 import signal
+import subprocess
 
 from docker_engine import (
     docker_args,
@@ -26,7 +27,13 @@ def test_ctrl_c_is_passed_on_and_the_container_removed(tmp_path):
         [container] = gpubench_containers(client, run_id=run_id)
         assert container.status == "running"
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=180)
+        try:
+            code = proc.wait(timeout=60)  # the design's worst case is 10 + 10 + 5 s
+        except subprocess.TimeoutExpired:  # where it hung: every thread's stack, written by faulthandler
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(timeout=30)
+            stacks = (tmp_path / "stderr.txt").read_text()[-6000:]
+            raise AssertionError(f"no exit 60 s after Ctrl-C:\n{stacks}") from None
     finally:
         proc.kill()
     stderr = (tmp_path / "stderr.txt").read_text()
