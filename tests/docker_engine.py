@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -318,7 +319,10 @@ def start_gpubench(args: list[str], cwd: Path, run_id: str) -> subprocess.Popen:
 
     # faulthandler: a SIGABRT from a test that waited too long writes every thread's stack to stderr.txt
     env = base_env({"GPUBENCH_RUN_ID": run_id, "PYTHONFAULTHANDLER": "1"})
+    # Ctrl-C as a terminal's foreground job gets it: a test session started in the background (`cmd &` in a script)
+    # has SIGINT ignored, which its children inherit, and Python then installs no KeyboardInterrupt for it.
     return subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))  # noqa: SIM115
 
 

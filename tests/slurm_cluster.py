@@ -123,6 +123,14 @@ NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres={gres
 """
 
 
+def _die_with_parent() -> None:
+    """In each daemon before it runs: SIGTERM when the process that started it dies, so a test session killed
+    before its teardown (a CI timeout) leaves no cluster behind."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start(timeout: float = 60.0) -> SlurmCluster:
     reason = missing()
     if reason:
@@ -153,14 +161,14 @@ def start(timeout: float = 60.0) -> SlurmCluster:
             [_daemon("munged"), "--foreground", "--force", f"--socket={work}/munge/munge.socket",
              f"--key-file={key}", f"--log-file={work}/munge/munged.log", f"--pid-file={work}/munge/munged.pid",
              f"--seed-file={work}/munge/munged.seed"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent))
         _wait(lambda: (work / "munge" / "munge.socket").exists(), timeout, "munged", work / "munge" / "munged.log")
         cluster.processes.append(subprocess.Popen([_daemon("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                  start_new_session=True))
+                                                  start_new_session=True, preexec_fn=_die_with_parent))
         cluster.processes.append(subprocess.Popen([_daemon("slurmd"), "-D", "-N", host, "-f", str(conf)], env=env,
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                  start_new_session=True))
+                                                  start_new_session=True, preexec_fn=_die_with_parent))
         _wait(lambda: _node_idle(env), timeout, "the Slurm node", work / "slurmd.log", cluster)
     except BaseException:
         cluster.stop()
