@@ -5,9 +5,9 @@ Several runs: 130 if any was interrupted, otherwise the highest code.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpubench.exit_codes import (  # noqa: F401  (re-exported: the launcher's modules use errors.X)
     BAD_INPUT,
@@ -20,7 +20,17 @@ from gpubench.exit_codes import (  # noqa: F401  (re-exported: the launcher's mo
 )
 
 LAUNCHER_TROUBLE = KEPT_LOCALLY
-T = TypeVar("T", bound=BaseModel)
+
+
+class Table(BaseModel):
+    """A plan's table as written, read by read_table: no key it does not declare, no value of another type.
+    REFUSED holds the one-line message for a key whose value is refused ("": the table itself)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    REFUSED: ClassVar[dict[str, str]] = {}
+
+
+T = TypeVar("T", bound=Table)
 
 
 class LaunchError(Exception):

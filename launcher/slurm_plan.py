@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gpubench.launcher.errors import LaunchError, read_table
+from gpubench.launcher.errors import LaunchError, Table, read_table
 from gpubench.registry import UnknownName
 
 CONTAINERS = ("pyxis", "apptainer")
@@ -98,10 +98,9 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-class SlurmTable(BaseModel):
+class SlurmTable(Table):
     """The [slurm] table, as written."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     REFUSED: ClassVar[dict[str, str]] = {
         "": "write the cluster as a [slurm] table",
         "container": f"[slurm] container must be one of {', '.join(CONTAINERS)}, not {{value!r}}",
@@ -121,10 +120,9 @@ class SlurmTable(BaseModel):
     gpus: Annotated[dict[str, Any], Field(min_length=1)]
 
 
-class GpuTable(BaseModel):
+class GpuTable(Table):
     """One entry of [slurm.gpus], as written."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     REFUSED: ClassVar[dict[str, str]] = {
         "": "must be {{ partition = \"NAME\" }}, with gres optional",
         "partition": "must be {{ partition = \"NAME\" }}, with gres optional",

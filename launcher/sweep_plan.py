@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import click
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gpubench.launcher.errors import LaunchError, read_table
+from gpubench.launcher.errors import LaunchError, Table, read_table
 from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
 from gpubench.launcher.run_check import check_run_command
 from gpubench.run_args import RunArgs
@@ -77,10 +77,9 @@ class Plan:
         return f"{self.name}-{hashlib.sha256(json.dumps(content).encode()).hexdigest()[:8]}"
 
 
-class PlanTable(BaseModel):
+class PlanTable(Table):
     """The plan file's top level, as written."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     REFUSED: ClassVar[dict[str, str]] = {
         "name": "name must be 1-40 of a-z, 0-9 and '-', starting with a letter or digit",
         "max_usd": "max_usd must be a positive number of dollars, not {value!r}",
@@ -97,10 +96,9 @@ class PlanTable(BaseModel):
     slurm: Any = None  # checked by slurm_plan.parse_slurm
 
 
-class CellTable(BaseModel):
+class CellTable(Table):
     """One [[cell]] table, as written."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     REFUSED: ClassVar[dict[str, str]] = {
         "workload": "give workload = \"NAME\" (gpubench list)",
         "gpus": "give gpus = [\"L40S\", ...], one GPU type or more",
