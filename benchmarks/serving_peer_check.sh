@@ -18,7 +18,8 @@
 # 16 and 64 users: ~20 s a client), 2 rounds ~330 s: ~450-490 s in all. LIMIT_S (470) stops starting levels so the one
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
-# PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run gpubench), SHAPE (qwen7b | tiny),
+# FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
+# table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run gpubench), SHAPE (qwen7b | tiny),
 # SERVER_EXTRA (more server flags, after the study's), LOADGEN_EXTRA (more `gpubench loadgen` flags, e.g.
 # --prompt-ids to send token ids where vLLM's client sends text), PORT, LIMIT_S (stop starting levels after this
 # many seconds). Both clients send each prompt as text of exactly IN tokens (vLLM's random data set and gpubench's
@@ -30,7 +31,7 @@ if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}; GPUBENCH=${GPUBENCH:-gpubench}
-LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
+LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; FIRST_ROUND=${FIRST_ROUND:-1}; IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
 SHAPE=${SHAPE:-qwen7b}; PORT=${PORT:-8031}; LIMIT_S=${LIMIT_S:-470}; NAME=Qwen/Qwen2.5-7B-Instruct
 M=$D/model; URL=http://127.0.0.1:$PORT
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
@@ -88,7 +89,7 @@ gpubench_loadgen() {  # users requests seed file
 }
 
 if [ $ready = 1 ]; then
-  for round in $(seq 1 "$ROUNDS"); do
+  for round in $(seq "$FIRST_ROUND" $((FIRST_ROUND + ROUNDS - 1))); do
     for level in $LEVELS; do
       users=${level%%:*}; requests=${level##*:}
       if [ $((SECONDS - t0)) -gt "$LIMIT_S" ]; then
