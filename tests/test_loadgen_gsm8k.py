@@ -44,11 +44,26 @@ def test_two_servers_scored_and_compared(tmp_path):
     results = []
     for path in files:
         with streaming_server.running(ttft_ms=5, token_ms=1, replies=path) as url:
-            results.append(run_gsm8k(url, "m", n=6, concurrency=4, max_tokens=64))
+            result, records = run_gsm8k(url, "m", n=6, concurrency=4, max_tokens=64)
+            results.append(result)
+            assert len(records) == 6 and all(r.ok for r in records)
     ra, rb = results
     assert (ra.correct, ra.total, ra.accuracy) == (5, 6, pytest.approx(500 / 6))
     assert (rb.correct, rb.total) == (4, 6)
     assert [x.correct for x in rb.answers] == [True, True, False, True, True, False]
     assert ra.wall_s > 0 and ra.metrics()["gsm8k_correct"] == 5
+    # the pass says, as every load does, whether the client was the limit and whether what arrived was counted
+    client = ra.metrics()
+    assert client["client_processes"] == 1 and 0 < client["client_cpu_pct"] < 100 and client["client_bound"] == 0
+    assert client["usage_mismatches"] == 0
     d = disagreements(ra, rb)
     assert (d.total, d.same_answer, d.different_answer, d.only_a_correct, d.only_b_correct) == (6, 4, 2, 1, 0)
+
+
+def test_a_pass_whose_server_counts_other_tokens_says_so(tmp_path):
+    questions = load_questions(3)
+    path = tmp_path / "replies.json"
+    path.write_text(json.dumps([[q.question, f"#### {q.answer}"] for q in questions]))
+    with streaming_server.running(ttft_ms=5, token_ms=1, replies=path, usage_extra=2) as url:
+        result, _ = run_gsm8k(url, "m", n=3, concurrency=3, max_tokens=64)
+    assert result.correct == 3 and result.metrics()["usage_mismatches"] == 3

