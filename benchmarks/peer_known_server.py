@@ -90,8 +90,8 @@ def main() -> int:
                 ttft_off = got["ttft"] - truth["ttft_ms_p50"]
                 tpot_off = got["tpot"] - truth["tpot_ms_p50"]
                 print(f"{users:>5} {name:<10} {got['ttft']:>7.2f} ({ttft_off:+6.2f}) {got['tpot']:>6.2f}"
-                      f" ({tpot_off:+5.2f}) {got['e2e']:>9.1f}   {truth['ttft_ms_p50']:.2f} / {truth['tpot_ms_p50']:.2f}",
-                      flush=True)
+                      f" ({tpot_off:+5.2f}) {got['e2e']:>9.1f}"
+                      f"   {truth['ttft_ms_p50']:.2f} / {truth['tpot_ms_p50']:.2f}", flush=True)
     return 0
 
 
