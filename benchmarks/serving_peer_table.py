@@ -25,6 +25,7 @@ P99_MIN_REQUESTS = 1000
 FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
     ("output tok/s", "output_throughput", "output_tokens_per_s", "{:,.0f}"),
     ("TTFT p50 ms", "median_ttft_ms", "ttft_ms_p50", "{:,.1f}"),
+    ("TTFT mean ms", "mean_ttft_ms", "ttft_ms_mean", "{:,.1f}"),
     ("TTFT p99 ms", "p99_ttft_ms", "ttft_ms_p99", "{:,.1f}"),
     ("TPOT p50 ms", "median_tpot_ms", "tpot_ms_p50", "{:.2f}"),
     ("E2E p50 ms", "median_e2el_ms", "e2e_ms_p50", "{:,.0f}"),
