@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
@@ -112,6 +113,35 @@ def pytest_ignore_collect(collection_path, config):
     if config.option.markexpr == "fast" and name.startswith("test_") and name.endswith(".py"):
         return not _fast(collection_path.read_text())
     return None
+
+
+# pytest-xdist (`-n` in pyproject.toml) sends a test file's tests to one worker, in order, so its module fixtures (a
+# smoke run, a server) start once. The files that use one of these engines go to one worker together: their tests
+# assume they have the engine to themselves (the Slurm cluster's one node, one Docker engine's images and
+# containers). (xdist's own --dist loadgroup does not group under pytest 9, which no longer reads Item._nodeid.)
+SHARED_ENGINE_GROUPS = {"docker": ("docker_engine",), "slurm": ("slurm_support", "GPUBENCH_TEST_SLURM_CONF")}
+
+
+def xdist_group(path: Path) -> str:
+    """The group a test file's tests run in: its shared engine's, else the file's own."""
+    source = path.read_text() if path.is_file() else ""
+    for group, words in SHARED_ENGINE_GROUPS.items():
+        if any(word in source for word in words):
+            return group
+    return str(path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EngineGroups(LoadScopeScheduling):
+        """--dist loadfile, with the shared-engine files as one file each."""
+
+        @functools.cache
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(config.rootpath / nodeid.split("::", 1)[0])
+
+    return EngineGroups(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
