@@ -122,6 +122,7 @@ def pytest_ignore_collect(collection_path, config):
 SHARED_ENGINE_GROUPS = {"docker": ("docker_engine",), "slurm": ("slurm_support", "GPUBENCH_TEST_SLURM_CONF")}
 
 
+@functools.cache
 def xdist_group(path: Path) -> str:
     """The group a test file's tests run in: its shared engine's, else the file's own."""
     source = path.read_text() if path.is_file() else ""
@@ -137,7 +138,6 @@ def pytest_xdist_make_scheduler(config, log):
     class EngineGroups(LoadScopeScheduling):
         """--dist loadfile, with the shared-engine files as one file each."""
 
-        @functools.cache
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(config.rootpath / nodeid.split("::", 1)[0])
 
