@@ -14,27 +14,27 @@ def print_plan(plan) -> None:
     from rich.table import Table
 
     console = _console()
+
+    def line(text: str) -> None:  # one line, never cut: a path or a command stays whole, to copy
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
     spec = plan.workload
-    console.print(f"workload      {spec.name}: {spec.title}", markup=False)
-    console.print(f"setups        {', '.join(plan.setups or spec.setups)}{'  (smoke)' if plan.smoke else ''}",
-                  markup=False)
-    console.print(f"via           {plan.via}" + (f" ({plan.deployment} instances)" if plan.deployment else ""),
-                  markup=False)
-    console.print(f"image         {plan.image}", markup=False)
-    console.print(f"command       {plan.command}", markup=False)
-    console.print(f"max runtime   {plan.max_runtime_minutes} min per attempt (safety net)", markup=False)
+    line(f"workload      {spec.name}: {spec.title}")
+    line(f"setups        {', '.join(plan.setups or spec.setups)}{'  (smoke)' if plan.smoke else ''}")
+    line(f"via           {plan.via}" + (f" ({plan.deployment} instances)" if plan.deployment else ""))
+    line(f"image         {plan.image}")
+    line(f"command       {plan.command}")
+    line(f"max runtime   {plan.max_runtime_minutes} min per attempt (safety net)")
     if plan.max_cost is not None or plan.max_minutes is not None:
         limits = []
         if plan.max_cost is not None:
             limits.append(f"cancel at ${plan.max_cost:g}")
         if plan.max_minutes is not None:
             limits.append(f"cancel after {plan.max_minutes:g} min")
-        console.print(f"limits        {', '.join(limits)}", markup=False)
-    console.print(f"store         {plan.store_url or plan.results_dir + '/<run-id>/'}", markup=False)
-
+        line(f"limits        {', '.join(limits)}")
+    line(f"store         {plan.store_url or plan.results_dir + '/<run-id>/'}")
     if plan.price_override is not None:
-        console.print(f"price         ${plan.price_override:g}/h (--price) for cost metrics and estimates",
-                      markup=False)
+        line(f"price         ${plan.price_override:g}/h (--price) for cost metrics and estimates")
 
     # Narrow enough for an 80-column terminal: run ids and env names are printed once, outside the tables.
     types = Table(title="instance types (/instances/types), cheapest first")
@@ -63,8 +63,8 @@ def print_plan(plan) -> None:
                   f"{' (--price)' if plan.price_override is not None else ''}; at most $: the"
                   f" {plan.max_runtime_minutes} min safety net at the dearest region of any candidate", markup=False)
     env_names = sorted({name for run in plan.runs for name in run.env})
-    console.print(f"job env       {' '.join(env_names)} (names only)", markup=False)
-    console.print("dry run: nothing was launched", markup=False)
+    line(f"job env       {' '.join(env_names)} (names only)")
+    line("dry run: nothing was launched")
 
 
 def print_types(types: list, deployment: str | None = None) -> None:

@@ -62,7 +62,8 @@ def test_repeats_that_are_not_a_count_are_refused_alike(tmp_path, value):
 
 
 def test_the_launcher_keeps_runs_where_gpubench_run_does(fake, launcher_env, capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUBENCH_RESULTS_DIR", str(tmp_path / "kept"))
+    kept = tmp_path / ("kept-" + "k" * 100)  # longer than the plan's 100 columns: printed whole, to copy
+    monkeypatch.setenv("GPUBENCH_RESULTS_DIR", str(kept))
     result = launch(capsys, "train-compile", "--gpu", "L40S", "--smoke", "--dry-run")
     assert result.code == 0, result.stderr
-    assert f"store         {tmp_path / 'kept'}/<run-id>/" in result.stdout
+    assert f"store         {kept}/<run-id>/\n" in result.stdout
