@@ -1,7 +1,9 @@
-"""What serving_common derives for a load result: its level's prompt seed and the streamed share of tokens."""
+"""What a serving load result derives: its level's prompt seed (serving_common) and the streamed share of tokens
+(loadgen.metrics)."""
 
 from gpubench.loadgen import prompts
 from gpubench.loadgen.client import RequestRecord
+from gpubench.loadgen.metrics import streamed_pct
 from gpubench.loadgen.spec import LoadSpec
 from gpubench.workloads import serving_common as common
 from gpubench.workloads import vllm_fp8, vllm_prefix_cache
@@ -34,9 +36,9 @@ def record(counted: int | None, arrived: int, ok: bool = True) -> RequestRecord:
 
 def test_streamed_share_is_arrived_over_counted_tokens():
     # the H200 run's case: the server counted 256, 22 arrived as text
-    assert common.streamed_pct([record(256, 22), record(256, 256)]) == 100 * (22 + 256) / 512
-    assert common.streamed_pct([record(16, 16), record(16, 3, ok=False)]) == 100.0  # failed requests left out
-    assert common.streamed_pct([record(None, 5)]) is None  # no server count: nothing to compare with
+    assert streamed_pct([record(256, 22), record(256, 256)]) == 100 * (22 + 256) / 512
+    assert streamed_pct([record(16, 16), record(16, 3, ok=False)]) == 100.0  # failed requests left out
+    assert streamed_pct([record(None, 5)]) is None  # no server count: nothing to compare with
 
 
 def test_the_streamed_share_is_a_headline_column_of_every_serving_study():

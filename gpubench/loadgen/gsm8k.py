@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 
+from gpubench.loadgen.metrics import streamed_pct
 from gpubench.loadgen.run import run_load
 from gpubench.loadgen.spec import Endpoint, LoadSpec
 from gpubench.workload import MetricDef
@@ -56,7 +57,7 @@ class GsmResult:
     accuracy: float  # percent
     wall_s: float
     answers: list[Answer]
-    load: dict[str, float] = field(default_factory=dict)  # the pass's client figures (CLIENT_FIGURES)
+    load: dict[str, float] = field(default_factory=dict)  # the pass's CLIENT_FIGURES and tokens_streamed_pct
 
     def metrics(self) -> dict[str, float]:
         return {"gsm8k_accuracy": self.accuracy, "gsm8k_correct": self.correct, "gsm8k_total": self.total,
@@ -131,17 +132,19 @@ def score(questions: list[Question], replies: list[str], wall_s: float,
 
 
 def run_gsm8k(base_url: str, model: str, n: int = 250, concurrency: int = 16, max_tokens: int = 512,
-              endpoint: Endpoint = "chat", progress=None, token_ids: bool = False) -> tuple[GsmResult, list]:
-    """Ask the first n questions, `concurrency` at a time, greedy; wall time is the whole batch's. Returns the
-    score and the requests' records. Any failed request fails the check (an unanswered question is not a wrong
-    answer). token_ids: vLLM's return_token_ids, so merged chunks count as the tokens they carry."""
+              endpoint: Endpoint = "chat", progress=None, token_ids: bool = False) -> GsmResult:
+    """Ask the first n questions, `concurrency` at a time, greedy; wall time is the whole batch's. Any failed
+    request fails the check (an unanswered question is not a wrong answer). token_ids: vLLM's return_token_ids,
+    so merged chunks count as the tokens they carry."""
     questions = load_questions(n)
     spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint, users=concurrency, requests=len(questions),
                     warmup=0, output_tokens=max_tokens, prompts=tuple(prompt(q.question) for q in questions),
                     temperature=0.0, max_error_rate=0.0, token_ids=token_ids)
     run = run_load(spec, progress=progress)
     load = {name: value for name, value in run.metrics().items() if name in CLIENT_FIGURES}
-    return score(questions, [r.text for r in run.records], run.duration_s, load), run.records
+    if (share := streamed_pct(run.records)) is not None:
+        load["tokens_streamed_pct"] = share
+    return score(questions, [r.text for r in run.records], run.duration_s, load)
 
 
 def disagreements(a: GsmResult, b: GsmResult) -> Disagreement:

@@ -97,6 +97,14 @@ def latencies_ms(records: Sequence[RequestRecord]) -> dict[str, Distribution | N
     }
 
 
+def streamed_pct(records: Sequence[RequestRecord]) -> float | None:
+    """tokens_streamed_pct: tokens that arrived as chunks over the server's count, over the ok requests that
+    have a server count (None when none has)."""
+    counted = [r for r in records if r.ok and r.completion_tokens is not None]
+    expected = sum(r.completion_tokens for r in counted)
+    return 100.0 * sum(r.tokens_received for r in counted) / expected if expected else None
+
+
 def summarize(records: Sequence[RequestRecord], duration: float, client_cpu_s: float | None = None,
               rate: float | None = None, client_cpu_pcts: Sequence[float] = ()) -> dict[str, float]:
     """LOAD_METRICS for one timed phase of `duration` seconds (a latency is left out when no request
