@@ -111,7 +111,7 @@ def pytest_ignore_collect(collection_path, config):
     """`-m fast` imports only the modules that can hold fast tests (the rest import torch, which takes a while)."""
     name = collection_path.name
     if config.option.markexpr == "fast" and name.startswith("test_") and name.endswith(".py"):
-        return not _fast(collection_path.read_text())
+        return not _fast(source_of(Path(collection_path)))
     return None
 
 
@@ -123,9 +123,14 @@ SHARED_ENGINE_GROUPS = {"docker": ("docker_engine",), "slurm": ("slurm_support",
 
 
 @functools.cache
+def source_of(path: Path) -> str:
+    """A test module's text, read once (the layer rule and the scheduler both read it)."""
+    return path.read_text() if path.is_file() else ""
+
+
 def xdist_group(path: Path) -> str:
     """The group a test file's tests run in: its shared engine's, else the file's own."""
-    source = path.read_text() if path.is_file() else ""
+    source = source_of(path)
     for group, words in SHARED_ENGINE_GROUPS.items():
         if any(word in source for word in words):
             return group
@@ -133,6 +138,8 @@ def xdist_group(path: Path) -> str:
 
 
 def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":  # another --dist asked for on the command line: xdist's own
+        return None
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineGroups(LoadScopeScheduling):
@@ -145,11 +152,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    sources: dict[str, str] = {}
     for item in items:
-        module = item.module
-        path = getattr(module, "__file__", None)
-        source = sources.setdefault(module.__name__, Path(path).read_text() if path else "")
+        path = getattr(item.module, "__file__", None)
+        source = source_of(Path(path)) if path else ""
         if _needs_engine(item, source):
             item.add_marker(pytest.mark.engine)
         elif _fast(source):
