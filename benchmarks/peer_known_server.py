@@ -27,19 +27,12 @@ import streaming_server  # noqa: E402
 
 from gpubench.servers.tiny_model import TINY, write_qwen2  # noqa: E402
 
-# vllm bench serve's own argument parser and main: the CPU build has no "vllm" metadata for its CLI
-VLLM_BENCH = """import sys
-try:
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-except ImportError:
-    from vllm.utils import FlexibleArgumentParser
-from vllm.benchmarks.serve import add_cli_args, main
-parser = FlexibleArgumentParser(); add_cli_args(parser); main(parser.parse_args(sys.argv[1:]))"""
+VLLM_BENCH = HERE / "vllm_bench_serve.py"  # the CPU build's `vllm bench serve`
 
 
 def vllm_client(python: str, url: str, tokenizer: Path, users: int, requests: int, args, folder: Path) -> dict:
     subprocess.run(
-        [python, "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
+        [python, str(VLLM_BENCH), "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
          "--model", "m", "--tokenizer", str(tokenizer), "--dataset-name", "random",
          "--random-input-len", str(args.input_tokens), "--random-output-len", str(args.tokens),
          "--random-range-ratio", "0", "--num-prompts", str(requests), "--max-concurrency", str(users),

