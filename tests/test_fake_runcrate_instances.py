@@ -9,7 +9,7 @@ import asyncssh
 import httpx
 import pytest
 import runcrate
-from fake_runcrate.pytest_fixtures import client, fake, wait_until  # noqa: F401 - pytest fixtures
+from fake_runcrate.pytest_fixtures import FAST, client, fake, wait_until  # noqa: F401 - pytest fixtures
 
 
 @pytest.fixture
@@ -38,12 +38,17 @@ def test_the_catalogue_has_containers_and_vms_and_filters(client):
     assert all(t.region.startswith("us-east") for t in client.instances.list_types(region="us-east"))
 
 
-def test_a_container_runs_within_its_delay_and_gets_ip_and_ssh_port(client, key_id):
-    started = time.monotonic()
+def test_a_container_runs_within_its_delay_and_gets_ip_and_ssh_port(fake, client, key_id):
     instance = client.instances.create(name="box", ssh_key_id=key_id, gpu_type="L40S")
     assert instance.status == "creating" and instance.ip is None
-    assert _statuses_until_running(client, instance.id) == ["creating", "deploying", "running"]
-    assert 0.15 < time.monotonic() - started < 0.4 + 0.5
+    seen = _statuses_until_running(client, instance.id)
+    history = fake.instances[instance.id].history
+    assert [status for status, _ in history] == ["creating", "deploying", "running"]
+    # A poll can miss a short phase on a busy machine, never reorder or invent one.
+    assert seen[-1] == "running" and seen == [s for s, _ in history if s in seen]
+    (_, created), (_, deploying), (_, running_at) = history
+    ready_s = FAST["container_ready_s"]
+    assert deploying - created >= ready_s * 0.25 and running_at - created >= ready_s
     running = client.instances.get(instance.id)
     assert running.ip == "127.0.0.1" and running.model_extra["ssh_port"] > 0
     assert running.deployed_at is not None

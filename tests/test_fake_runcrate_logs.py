@@ -28,14 +28,16 @@ def test_stderr_is_combined_with_stdout_in_order_and_unmarked(client):
     assert all(not c.model_extra for c in chunks)
 
 
-def test_follow_returns_early_on_new_output(client):
-    job = client.jobs.run(command="sleep 0.5; echo late; sleep 1", gpu_type="A4000", max_runtime_minutes=LONG)
-    started = time.monotonic()
-    page = client.jobs.logs(job.id, after=0, follow=True)
-    waited = time.monotonic() - started
+def test_follow_returns_early_on_new_output():
+    with FakeRuncrate(**{**FAST, "follow_hold_s": 10.0}) as fake, \
+            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
+        job = sdk.jobs.run(command="sleep 0.5; echo late; sleep 30", gpu_type="A4000", max_runtime_minutes=LONG)
+        started = time.monotonic()
+        page = sdk.jobs.logs(job.id, after=0, follow=True)
+        waited = time.monotonic() - started
     assert [c.text for c in page.chunks] == ["late\n"]
     assert page.cursor == 1 and not page.done
-    assert 0.4 < waited < 1.5  # well before the 2 s hold
+    assert 0.4 < waited < 5  # well before the 10 s hold
 
 
 def test_follow_is_held_when_nothing_comes_and_answers_empty_not_done():
@@ -44,15 +46,17 @@ def test_follow_is_held_when_nothing_comes_and_answers_empty_not_done():
         job = sdk.jobs.run(command="sleep 30", gpu_type="A4000", max_runtime_minutes=LONG)
         started = time.monotonic()
         page = sdk.jobs.logs(job.id, after=0, follow=True)
-        assert 0.55 < time.monotonic() - started < 1.5
+        assert 0.55 < time.monotonic() - started < 1.95  # its own 0.6 s, not the fixture's 2 s
         assert (page.chunks, page.cursor, page.done) == ([], 0, False)
 
 
-def test_a_held_follow_returns_when_the_job_ends(client):
-    job = client.jobs.run(command="sleep 0.4", gpu_type="A4000", max_runtime_minutes=LONG)
-    started = time.monotonic()
-    page = client.jobs.logs(job.id, after=0, follow=True)
-    assert time.monotonic() - started < 1.5
+def test_a_held_follow_returns_when_the_job_ends():
+    with FakeRuncrate(**{**FAST, "follow_hold_s": 10.0}) as fake, \
+            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
+        job = sdk.jobs.run(command="sleep 0.4", gpu_type="A4000", max_runtime_minutes=LONG)
+        started = time.monotonic()
+        page = sdk.jobs.logs(job.id, after=0, follow=True)
+        assert time.monotonic() - started < 5  # well before the 10 s hold
     assert page.done and page.status == "succeeded"
 
 

@@ -24,10 +24,11 @@ def test_two_client_processes_send_every_request_once_and_keep_the_users_in_flig
     assert m["client_processes"] == 2 and len(run.clients) == 2
     assert 0 < m["client_cpu_pct"] < 100 and m["client_bound"] == 0
     assert m["p99_requests"] == 40
-    # one shared start: 5 rounds of 8 requests of ~110 ms each, not two halves run one after the other
-    assert 0.4 < run.duration_s < 1.6
+    # one shared start: 5 rounds of 8 requests of ~110 ms each, at least 0.55 s
+    assert run.duration_s > 0.4
     sent = sorted(r.sent for r in run.records)
-    assert sent[7] - sent[0] < 0.1  # the first 8 (from both processes) go out together
+    # the first 8 (from both processes) go out together; one process after the other would put ~0.55 s between
+    assert sent[7] - sent[0] < 0.3
     assert statistics.median(r.ttft_s for r in run.records) == pytest.approx(served["ttft_ms_p50"] / 1e3, abs=0.02)
 
 

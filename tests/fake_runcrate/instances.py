@@ -41,6 +41,8 @@ class Instance:
     max_runtime_minutes: int | None
     idle_shutdown_minutes: int | None
     status: str = "creating"
+    history: list[tuple[str, float]] = field(default_factory=lambda: [("creating", time.monotonic())])
+    """Each status it took and time.monotonic() when it did (tests read the lifecycle here, not by polling)."""
     created_at: datetime = field(default_factory=utc_now)
     updated_at: datetime = field(default_factory=utc_now)
     deployed_at: datetime | None = None
@@ -234,6 +236,7 @@ class InstanceFleet:
             if instance.ended:
                 return
             instance.status = status
+            instance.history.append((status, time.monotonic()))
             instance.stop_reason = stop_reason
             instance.updated_at = utc_now()
             instance.auto_stop_at = None
@@ -296,6 +299,7 @@ class InstanceFleet:
         with self.lock:
             if not instance.ended:
                 instance.status = status
+                instance.history.append((status, time.monotonic()))
                 instance.updated_at = utc_now()
 
     def _set_auto_stop(self, instance: Instance, *, at_least_minutes: float = 0.0) -> None:
@@ -314,6 +318,7 @@ class InstanceFleet:
             if not instance.ended:
                 instance.ip, instance.ssh_port = "127.0.0.1", port
                 instance.status = status
+                instance.history.append((status, time.monotonic()))
                 instance.updated_at = utc_now()
                 if status == "running":
                     instance.deployed_at = instance.updated_at
