@@ -18,8 +18,6 @@ import click
 from gpubench.cli import common
 from gpubench.params import PRICE
 
-COST = ("output_tokens_per_s", "1M output tokens", 1e6)  # the serving workloads' cost basis
-
 
 @click.command("loadgen")
 @click.option("--base-url", required=True, metavar="URL", help="The server's OpenAI base URL, e.g. http://host:8000/v1.")
@@ -74,7 +72,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
     import os
 
     from gpubench import runid, stores
-    from gpubench.catalog import CostBasis, WorkloadSpec
+    from gpubench.loadgen import study
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.run import live
     from gpubench.run.runner import RunRequest
@@ -111,10 +109,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
     _check_reachable(spec)
 
     setup = spec.setup_name
-    workload = WorkloadSpec(
-        name="loadgen", title="Load generator against an OpenAI-compatible server", study=f"loadgen {spec.url}",
-        setups=(setup,), gpus="the server's", gpu_count=0, min_gpu_memory_gb=0, expected_minutes=0,
-        dependencies={}, cost=CostBasis(*COST))
+    workload = study.spec((setup,), study=f"loadgen {spec.url}")
     request = RunRequest(spec=workload, setups=[setup], repeats=1, smoke=False, run_id=run_id, config=spec,
                          price_usd_per_hour=price)
     view = None if live.wants_records(as_json) else live.LiveView()
@@ -160,7 +155,7 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target):
 
     env = environment.collect((), price)
     run_dir.write_config(run_config(request, env, common.safe_argv(), target.url if target else None))
-    run_dir.record(RunStarted(run_id=run_id, workload="loadgen", study=workload.study, setups=[setup], repeats=1,
+    run_dir.record(RunStarted(run_id=run_id, workload=workload.name, study=workload.study, setups=[setup], repeats=1,
                               smoke=False, config=dataclasses.asdict(spec), environment=env))
     started = time.perf_counter()
     click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)

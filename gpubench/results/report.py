@@ -14,15 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpubench import pricing, reference
-from gpubench.catalog import WORKLOADS, WorkloadSpec
+from gpubench.catalog import WorkloadSpec
 from gpubench.loadgen import slo
 from gpubench.measure import flops
 from gpubench.registry import UnknownName
-from gpubench.results import compare, verdict
+from gpubench.results import compare, studies, verdict
 from gpubench.results.stored_runs import StoredRun
 from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics
 from gpubench.schema import MetricSummary, SetupResult, summarize
-from gpubench.workload import WorkloadDefinition, load
+from gpubench.workload import WorkloadDefinition
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
 REASON_CHARS = 120  # an error's one line in a table cell; the whole line stays in the run's records
@@ -76,17 +76,17 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
     by_workload: dict[str, list[StoredRun]] = {}
     for run in runs:
         try:
-            WORKLOADS.get(run.workload)
+            studies.spec_of(run.workload)
         except UnknownName as exc:
             raise ValueError(f"{run.path}: {exc}") from None
         by_workload.setdefault(run.workload, []).append(run)
-    return [workload_report(WORKLOADS.get(name), group) for name, group in by_workload.items()]
+    return [workload_report(studies.spec_of(name, group), group) for name, group in by_workload.items()]
 
 
 def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                     variant: dict[int, str] | None = None) -> WorkloadReport:
     """The workload's rows; `variant` labels each run's config (by id(run)) when the caller chose the labels."""
-    workload = load(spec)
+    workload = studies.definition_of(spec)
     variant = variant or config_variants(runs)
     series = {id(run): (run.gpu, variant[id(run)], run.price_usd_per_hour, run.started.smoke) for run in runs}
     pooled: dict[tuple, list[tuple[StoredRun, SetupResult]]] = {}

@@ -29,10 +29,9 @@ from importlib import resources
 from pathlib import Path
 
 from gpubench import pricing
-from gpubench.catalog import WORKLOADS
 from gpubench.measure import energy
 from gpubench.registry import UnknownName
-from gpubench.results import compare, report, stored_runs
+from gpubench.results import compare, report, stored_runs, studies
 from gpubench.results.summary import fmt
 from gpubench.schema import to_line
 from gpubench.stores import RECORDS_FILE
@@ -83,7 +82,7 @@ def build(sources: list[str], out: Path) -> Built:
         run = stored_runs.load(folder)
         built.read.append(key)
         try:
-            WORKLOADS.get(run.workload)
+            studies.spec_of(run.workload)
         except UnknownName as exc:
             raise SiteError(f"{key}: {exc}") from None
         fresh[key] = (listing[key], folder, run)
@@ -263,9 +262,9 @@ class StudyPage:
     """One study's page, from what its runs contributed."""
 
     def __init__(self, workload: str, kept: dict[str, dict]):
-        self.spec = WORKLOADS.get(workload)
         self.runs = sorted((stored_runs.from_lines(Path(run_id), entry["records"]) for run_id, entry in kept.items()),
                            key=_when)
+        self.spec = studies.spec_of(workload, self.runs)
 
     def variants(self) -> dict[int, str]:
         """Each run's differing config fields, among runs of its kind: smoke runs differ from full ones anyway."""
