@@ -16,24 +16,10 @@ import subprocess
 import sys
 import time
 
+from gpubench.run.utilisation import process_tree
+
 SAMPLE_S = 0.25
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-
-
-def tree(root: int) -> list[int]:
-    seen, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return seen
 
 
 def cpu_s(pid: int) -> tuple[str, float] | None:
@@ -55,7 +41,7 @@ def main() -> int:
     samples, names = [], {}
     while proc.poll() is None:
         row = {}
-        for pid in tree(proc.pid):
+        for pid in process_tree(proc.pid):
             got = cpu_s(pid)
             if got:
                 names[pid], row[pid] = got

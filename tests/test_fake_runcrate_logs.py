@@ -12,6 +12,17 @@ from runcrate import Runcrate
 LONG = 600
 
 
+def _first_follow(command: str, hold_s: float):
+    """A job running `command` on a fake whose follow reads are held `hold_s`: its first follow read of the log
+    from the start, and how long that read took."""
+    with FakeRuncrate(**{**FAST, "follow_hold_s": hold_s}) as fake, \
+            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
+        job = sdk.jobs.run(command=command, gpu_type="A4000", max_runtime_minutes=LONG)
+        started = time.monotonic()
+        page = sdk.jobs.logs(job.id, after=0, follow=True)
+        return page, time.monotonic() - started
+
+
 def test_output_streams_as_written_in_two_ordered_chunks(client):
     job = client.jobs.run(command="echo a; sleep 0.3; echo b", gpu_type="A4000", max_runtime_minutes=LONG)
     chunks = list(client.jobs.follow_logs(job.id))
@@ -29,34 +40,21 @@ def test_stderr_is_combined_with_stdout_in_order_and_unmarked(client):
 
 
 def test_follow_returns_early_on_new_output():
-    with FakeRuncrate(**{**FAST, "follow_hold_s": 10.0}) as fake, \
-            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
-        job = sdk.jobs.run(command="sleep 0.5; echo late; sleep 30", gpu_type="A4000", max_runtime_minutes=LONG)
-        started = time.monotonic()
-        page = sdk.jobs.logs(job.id, after=0, follow=True)
-        waited = time.monotonic() - started
+    page, waited = _first_follow("sleep 0.5; echo late; sleep 30", hold_s=10.0)
     assert [c.text for c in page.chunks] == ["late\n"]
     assert page.cursor == 1 and not page.done
     assert 0.4 < waited < 5  # well before the 10 s hold
 
 
 def test_follow_is_held_when_nothing_comes_and_answers_empty_not_done():
-    with FakeRuncrate(**{**FAST, "follow_hold_s": 0.6}) as fake, \
-            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
-        job = sdk.jobs.run(command="sleep 30", gpu_type="A4000", max_runtime_minutes=LONG)
-        started = time.monotonic()
-        page = sdk.jobs.logs(job.id, after=0, follow=True)
-        assert 0.55 < time.monotonic() - started < 1.95  # its own 0.6 s, not the fixture's 2 s
-        assert (page.chunks, page.cursor, page.done) == ([], 0, False)
+    page, waited = _first_follow("sleep 30", hold_s=0.6)
+    assert 0.55 < waited < 1.95  # its own 0.6 s, not the fixture's 2 s
+    assert (page.chunks, page.cursor, page.done) == ([], 0, False)
 
 
 def test_a_held_follow_returns_when_the_job_ends():
-    with FakeRuncrate(**{**FAST, "follow_hold_s": 10.0}) as fake, \
-            Runcrate(api_key=fake.api_key, base_url=fake.base_url) as sdk:
-        job = sdk.jobs.run(command="sleep 0.4", gpu_type="A4000", max_runtime_minutes=LONG)
-        started = time.monotonic()
-        page = sdk.jobs.logs(job.id, after=0, follow=True)
-        assert time.monotonic() - started < 5  # well before the 10 s hold
+    page, waited = _first_follow("sleep 0.4", hold_s=10.0)
+    assert waited < 5  # well before the 10 s hold
     assert page.done and page.status == "succeeded"
 
 
