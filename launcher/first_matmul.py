@@ -53,12 +53,14 @@ def launch_record(run, error: str | None = None) -> SetupResult:
     if error is None and not complete:
         missing = [names[k] for k in names if k != "create_call_s" and times.get(k) is None]
         error = f"not measured: {', '.join(missing)}" + (f" ({run.lost})" if run.lost else "")
-    device = None
+    # the offer rented goes in info: `device` is where a setup's compute ran ("cuda:0"), and this one ran none
+    info = {}
     if run.row is not None:
-        device = f"{run.row.gpu_type} ({run.row.deployment_type}, {run.row.region})"
+        info["offer"] = {"gpu_type": run.row.gpu_type, "deployment_type": run.row.deployment_type,
+                         "region": run.row.region}
     return SetupResult(
         run_id=run.run_id, setup=SETUP, repeat=0, status="ok" if error is None else "error",
-        metrics=metrics, error=error, device=device, duration_s=times.get("first_result_s"),
+        metrics=metrics, error=error, duration_s=times.get("first_result_s"), info=info,
     )
 
 
