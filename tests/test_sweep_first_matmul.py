@@ -23,7 +23,7 @@ def test_first_matmul_cells_launch_instances_and_resume(fake, launcher_env, caps
     assert len(fake.instances) == 2 and all(i.status == "terminated" for i in fake.instances.values())
     assert fake.jobs == {}
     launches = [r for r in first.records() if r["kind"] == "result" and r["setup"] == "launch"]
-    assert sorted(r["device"].split()[0] for r in launches) == ["L40S", "RTX5090"]
+    assert sorted(r["info"]["offer"]["gpu_type"] for r in launches) == ["L40S", "RTX5090"]
     for record in launches:
         m = {k: v["value"] for k, v in record["metrics"].items()}
         assert record["status"] == "ok" and 0 < m["create_to_running_s"] <= m["create_to_matmul_s"]
