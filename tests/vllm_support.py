@@ -3,7 +3,8 @@
 A CPU vLLM takes one to four minutes to start on two busy cores, so the modules that only talk to a server share
 one (conftest's `tiny_vllm`, session-wide): the smoke's 2-layer random-weight Qwen2 with the full-vocabulary
 tokenizer, KV cache 1 GiB, max_model_len 2048, eager, prefix caching at vLLM's default (on). A test that stops it
-(the stop test does) leaves the next one a fresh server: `running()` starts it again.
+(the stop test does) leaves the next one a fresh server: `running()` starts it again. Its output goes to its log
+file only: echoed, its access log would reach pytest's own output between tests, where nothing captures it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class TinyVllm:
         if self.server is None or not self.server.running():
             flags = VllmFlags(model=str(self.folder), served_model_name=MODEL, max_model_len=2048, enforce_eager=True)
             self.server = VllmServer(flags, self.log, python=str(VLLM_PYTHON),
-                                     extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"}, ready_timeout_s=900)
+                                     extra_env={"VLLM_CPU_KVCACHE_SPACE": "1"}, ready_timeout_s=900, echo=False)
             self.server.start()
         return self.server
 

@@ -127,8 +127,8 @@ class VllmServer(ManagedServer):
     name = "vLLM"
 
     def __init__(self, flags: VllmFlags, log_path, python: str = "", extra_env: dict[str, str] | None = None,
-                 ready_timeout_s: float = 900.0, port: int | None = None):
-        super().__init__(log_path, port=port)
+                 ready_timeout_s: float = 900.0, port: int | None = None, echo: bool = True):
+        super().__init__(log_path, port=port, echo=echo)
         self.flags = flags
         self.python = find_python(python)
         self.extra_env = extra_env or {}
