@@ -235,10 +235,8 @@ class InstanceFleet:
         with self.lock:
             if instance.ended:
                 return
-            instance.status = status
-            instance.history.append((status, time.monotonic()))
+            _take(instance, status)
             instance.stop_reason = stop_reason
-            instance.updated_at = utc_now()
             instance.auto_stop_at = None
             port = instance.ssh_port
         instance.wake.set()
@@ -298,9 +296,7 @@ class InstanceFleet:
     def _set_status(self, instance: Instance, status: str) -> None:
         with self.lock:
             if not instance.ended:
-                instance.status = status
-                instance.history.append((status, time.monotonic()))
-                instance.updated_at = utc_now()
+                _take(instance, status)
 
     def _set_auto_stop(self, instance: Instance, *, at_least_minutes: float = 0.0) -> None:
         if instance.running_since is None or instance.max_runtime_minutes is None:
@@ -317,9 +313,7 @@ class InstanceFleet:
         with self.lock:
             if not instance.ended:
                 instance.ip, instance.ssh_port = "127.0.0.1", port
-                instance.status = status
-                instance.history.append((status, time.monotonic()))
-                instance.updated_at = utc_now()
+                _take(instance, status)
                 if status == "running":
                     instance.deployed_at = instance.updated_at
                     instance.running_since = time.monotonic()
@@ -397,3 +391,10 @@ def _launch_script(body: dict[str, Any]) -> str | None:
     if script:
         parts.append(script)
     return "\n".join(parts) if parts else None
+
+
+def _take(instance: Instance, status: str) -> None:
+    """The instance moves to `status` now (the caller holds the lock): its status, history and updated_at."""
+    instance.status = status
+    instance.history.append((status, time.monotonic()))
+    instance.updated_at = utc_now()
