@@ -1,0 +1,190 @@
+"""What a place runs go must do: the one interface of Runcrate (`runcrate/`), Slurm (`slurm/`) and owned Docker hosts
+(`docker_hosts/`). A fourth provider is a folder beside them holding a subclass of `Provider`, its CLI options
+(`options.py`) and one line in `providers.py`; the core (launch.py, sweep/, cli.py) calls nothing else of it.
+
+A launch or a sweep asks, in this order:
+1. what a run needs against what the provider offers: `offer()` turns each GPU name into a `plan.GpuChoice` (its
+   spelling there, its count, and its price rows where the provider sells GPUs: data read from the provider, never
+   written in code); the core holds each choice to what the study needs (`gpubench/gpu_fit.py`) and refuses the same
+   GPU twice; `shape()` makes the plan the provider's (runs, time limit, its settings); `check()` asks the place
+   whether it can take the plans, before anything is submitted;
+2. the cap: `cap_unit` says what a sweep's cap counts (dollars billed, or GPU-hours of owned machines),
+   `worst_case()` the most one run can use, `over_cap()` the refusal when the worst case does not fit;
+3. submit, follow the record stream, cancel and confirm, the run's facts: `runner()` gives one run's `Runner`, whose
+   `execute()` does all four (below). `submit_together()` lets a provider submit several runs in one call (a
+   sweep's cells as one job array); by default each runner submits its own;
+4. what an earlier call left running: `left_behind()` finds a sweep's jobs from their tags, labels or comments, and
+   picks the one each cell follows instead of paying again;
+5. by run id, after the fact: `status()`, `logs()`, `cancel()` and `cleanup()`, for `gpubench-launch status RUN` and
+   the others. `for_run()` builds the provider that can look a run up here (None when it cannot: no key, no
+   controller, no engine).
+
+Every job.json a runner writes carries FACTS (None where the provider cannot know one), so the sweep's store, the
+summaries and `status` read any provider's runs alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from .errors import LaunchError
+
+if TYPE_CHECKING:
+    from .context import Launch, SharedCap
+    from .plan import GpuChoice, LaunchPlan, RunPlan
+    from .results import RunOutcome
+
+# The facts every provider's job.json holds: which provider ran it, its job (job id, batch job id, container id),
+# how it ended (the provider's own status word, the job's exit code, its one-line error), whether it ever got a
+# machine (started_at: a time, None when it never started), and what it used: dollars billed, GPU-hours held.
+FACTS = ("provider", "run_id", "job_id", "status", "exit_code", "error", "started_at", "cost_usd", "gpu_hours")
+
+USD, GPU_HOURS = "usd", "gpu_hours"  # what a sweep's cap counts
+
+
+class Runner(Protocol):
+    """One run on one provider, from submit to stored folder."""
+
+    run_id: str
+
+    async def execute(self) -> RunOutcome:
+        """Submit the run (or follow the job given as `adopt`: one an earlier call left, or one `submit_together`
+        submitted), feed each line of its output to a `results.RunFolder` (the record stream: results.jsonl, run.log,
+        stdout, the live view), and show its state in the view. When `launch.interrupted` is set, cancel it and
+        confirm it stopped. At the end write job.json (FACTS and the provider's own), store the folder, and return
+        the outcome. On any way out, a job this call submitted is cancelled first: nothing is left running that no
+        launcher follows, except by a kill -9 (then `cleanup` and the sweep's resume find it)."""
+        ...
+
+
+@dataclass
+class Left:
+    """A job an earlier call left for a sweep's cell, chosen to be followed instead of submitted again."""
+
+    run_id: str  # the run it is (its folder's name)
+    job: Any  # what the provider's runner takes as `adopt`
+    note: str  # what the sweep says about it: "job 12 (running) from an earlier call"
+
+
+class Provider:
+    """One place runs go. Subclasses set the class data and implement the methods that raise NotImplementedError."""
+
+    name: ClassVar[str]  # the registry's name (providers.py): recorded in config.json, job.json and the state files
+    title: ClassVar[str]  # for a person: "Runcrate", "Slurm", "Docker hosts"
+    cap_unit: ClassVar[str] = USD  # USD: it bills (a sweep's max_usd); GPU_HOURS: owned machines (max_gpu_hours)
+    gpu_optional: ClassVar[bool] = False  # a launch may leave --gpu out (a Docker host runs on the GPUs it has)
+    mirror: ClassVar[bool] = False  # the job writes its run folder itself (a shared filesystem); the launcher echoes
+
+    # --- choosing it -----------------------------------------------------------------------------------------------
+    @classmethod
+    def from_launch(cls, options) -> Provider:
+        """For `gpubench-launch WORKLOAD ...`: built from the launch options (its own are in `options.provider`);
+        a LaunchError (one line, exit 2) for a bad one, before any request."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_plan(cls, table: Any, plan, options) -> Provider:
+        """For `gpubench-launch sweep PLAN`: built from the plan's table named after it (None for the default
+        provider, whose plans have none), the plan and the sweep's options."""
+        raise NotImplementedError
+
+    @classmethod
+    def for_run(cls, evidence: dict[str, Any]) -> Provider | None:
+        """For status/logs/cancel/cleanup: the provider that can look runs up from here, given what this host knows
+        of the run (its state file, job.json or config.json; {} when nothing); None when it cannot here."""
+        return None
+
+    async def open(self, dry_run: bool = False) -> None:
+        """Connect (an API client, an engine) once the plan is checked; a dry run may stay offline."""
+
+    async def close(self) -> None:
+        """Let go of what open() took."""
+
+    # --- what a run needs against what it offers ---------------------------------------------------------------------
+    async def offer(self, gpu: str, spec, *, deployment: str | None = None, region: str | None = None) -> GpuChoice:
+        """One GPU name as given (NAME[:N]) as this provider offers it, or a LaunchError listing the valid names."""
+        raise NotImplementedError
+
+    def shape(self, plan: LaunchPlan, runtime_override: int | None = None) -> None:
+        """Make a plan built by the core this provider's: its runs, time limit, settings and each run's env."""
+
+    async def check(self, plans: list[LaunchPlan], dry_run: bool) -> str | None:
+        """Before anything is submitted: the place answers and has what the plans ask for (LaunchError if not). A dry
+        run that cannot ask (the tools are not installed here) gets a note to print instead."""
+        return None
+
+    def worst_case(self, plan: LaunchPlan, run: RunPlan) -> float | None:
+        """The most one run can use, in cap_unit: its safety net (max runtime, --time) at its dearest rate."""
+        raise NotImplementedError
+
+    def cap(self, plan) -> float | None:
+        """A sweep plan's cap in cap_unit (None: none)."""
+        return plan.max_usd if self.cap_unit == USD else None
+
+    def over_cap(self, plan, worst: float, spent: float) -> str | None:
+        """The one line refusing a sweep whose worst case, with what it already used, is over its cap."""
+        limit = self.cap(plan)
+        if limit is None or spent + worst <= limit + 1e-9:
+            return None
+        if self.cap_unit == USD:
+            already = f" plus ${spent:.2f} already spent" if spent else ""
+            return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region)"
+                    f"{already} is over max_usd ${limit:g}; nothing was launched: raise max_usd, drop cells, or lower"
+                    " max_runtime_minutes")
+        already = f" plus {spent:.2f} already used" if spent else ""
+        return (f"plan {plan.source}: the worst case {worst:.2f} GPU-hours (each job to its time limit){already} is"
+                f" over max_gpu_hours {limit:g}; nothing was submitted: raise it, drop cells, or shorten the jobs")
+
+    def running_cap(self, plan, spent: float) -> SharedCap | None:
+        """A cap the running jobs are stopped at (dollars read live); None where nothing is billed."""
+        return None
+
+    # --- printing a plan (--dry-run) ---------------------------------------------------------------------------------
+    def print_plan(self, plan: LaunchPlan, store, note: str | None) -> None:
+        raise NotImplementedError
+
+    def print_sweep(self, plan, sweep_id: str, url: str, cells: list, spent: float, stores: dict,
+                    note: str | None) -> None:
+        raise NotImplementedError
+
+    # --- running -----------------------------------------------------------------------------------------------------
+    def runner(self, launch: Launch, run: RunPlan, adopt: Any = None) -> Runner:
+        raise NotImplementedError
+
+    async def submit_together(self, launches: list[tuple[Launch, RunPlan]]) -> dict[str, Any]:
+        """Submit several runs in one call (a sweep's cells as one job array): {run id: the job, as runner() takes it
+        in `adopt`}. Runs left out submit their own; the default leaves out every one."""
+        return {}
+
+    def watch(self, view) -> None:
+        """Connect the live view to what the provider paces (Runcrate's request budget); nothing by default."""
+
+    # --- what an earlier call left -----------------------------------------------------------------------------------
+    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict[str, LaunchPlan]) -> dict[str, Left]:
+        """The sweep's jobs an earlier call left (found by their tags, labels or comments) whose runs are not in
+        `stored`, as {cell path: the one to follow}: a live one, or one that succeeded; one that failed or was
+        cancelled is submitted again. `cells` maps each pending cell's path to its plan."""
+        return {}
+
+    # --- by run id ---------------------------------------------------------------------------------------------------
+    async def status(self, run_id: str, results_dir: str) -> int | None:
+        """Print where the run stands; None when this provider does not know it."""
+        raise NotImplementedError
+
+    async def logs(self, run_id: str, follow: bool, results_dir: str) -> int | None:
+        """Print the run's output (to its end with follow); None when this provider does not know it."""
+        raise NotImplementedError
+
+    async def cancel(self, run_id: str) -> int | None:
+        """Cancel the run's job and confirm it stopped; None when this provider does not know it."""
+        raise NotImplementedError
+
+    async def cleanup(self, all_hosts: bool, dry_run: bool) -> int:
+        """Stop what gpubench left running here with no launcher following it (say what, with --dry-run)."""
+        raise NotImplementedError
+
+
+def not_here(provider: type[Provider], why: str) -> LaunchError:
+    """A provider that cannot be used here, in one line."""
+    return LaunchError(f"{provider.title}: {why}")
