@@ -1,4 +1,4 @@
-"""What every run of one launcher invocation shares: the API client, pacing, the view, the store,
+"""What every run of one launcher invocation shares: the provider (with its client), pacing, the view, the store,
 and the interrupt flag set by Ctrl-C / SIGTERM."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from .redact import Redactor
 
 @dataclass
 class Launch:
-    client: object
+    provider: object  # provider.Provider: where the runs go
     plan: LaunchPlan
     pace: Pace
     view: ProgressView
     redact: Redactor
     store: S3Store | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
-    live: dict[str, str] = field(default_factory=dict)  # run id -> job/instance id still running
+    live: dict[str, str] = field(default_factory=dict)  # run id -> the job (instance, batch job, container) still live
     cap: SharedCap | None = None  # a sweep's max_usd, over all its jobs
 
 

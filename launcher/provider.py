@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 # The facts every provider's job.json holds: which provider ran it, its job (job id, batch job id, container id),
 # how it ended (the provider's own status word, the job's exit code, its one-line error), whether it ever got a
-# machine (started_at: a time, None when it never started), and what it used: dollars billed, GPU-hours held.
+# machine (started_at: when, as the provider says it; None when it never started), and what it used: dollars
+# billed, GPU-hours held (None where the provider counts the other).
 FACTS = ("provider", "run_id", "job_id", "status", "exit_code", "error", "started_at", "cost_usd", "gpu_hours")
 
 USD, GPU_HOURS = "usd", "gpu_hours"  # what a sweep's cap counts
@@ -75,6 +76,8 @@ class Provider:
     cap_unit: ClassVar[str] = USD  # USD: it bills (a sweep's max_usd); GPU_HOURS: owned machines (max_gpu_hours)
     gpu_optional: ClassVar[bool] = False  # a launch may leave --gpu out (a Docker host runs on the GPUs it has)
     mirror: ClassVar[bool] = False  # the job writes its run folder itself (a shared filesystem); the launcher echoes
+    limit: float | None = None  # the cap this call runs under, in cap_unit (a sweep's max_usd, [slurm] max_gpu_hours)
+    reached_by: ClassVar[str] = ""  # what lets for_run() look runs up from here, said when nothing can
 
     # --- choosing it -----------------------------------------------------------------------------------------------
     @classmethod
@@ -102,12 +105,18 @@ class Provider:
         """Let go of what open() took."""
 
     # --- what a run needs against what it offers ---------------------------------------------------------------------
-    async def offer(self, gpu: str, spec, *, deployment: str | None = None, region: str | None = None) -> GpuChoice:
-        """One GPU name as given (NAME[:N]) as this provider offers it, or a LaunchError listing the valid names."""
+    async def offer(self, gpu: str, spec) -> GpuChoice:
+        """One GPU name as given (NAME[:N]) as this provider offers it for the workload `spec` (a catalog
+        WorkloadSpec), or a LaunchError listing the valid names."""
         raise NotImplementedError
 
-    def shape(self, plan: LaunchPlan, runtime_override: int | None = None) -> None:
-        """Make a plan built by the core this provider's: its runs, time limit, settings and each run's env."""
+    def default_gpus(self, spec, smoke: bool) -> list[str]:
+        """The GPU names a launch without --gpu runs on (gpu_optional providers only)."""
+        return []
+
+    def shape(self, plan: LaunchPlan, options) -> None:
+        """Make a plan the core built (launch.build_plan, from the launch's options) this provider's: its name, its
+        runs, time limit and settings. The core sets each run's env after."""
 
     async def check(self, plans: list[LaunchPlan], dry_run: bool) -> str | None:
         """Before anything is submitted: the place answers and has what the plans ask for (LaunchError if not). A dry
@@ -118,23 +127,15 @@ class Provider:
         """The most one run can use, in cap_unit: its safety net (max runtime, --time) at its dearest rate."""
         raise NotImplementedError
 
-    def cap(self, plan) -> float | None:
-        """A sweep plan's cap in cap_unit (None: none)."""
-        return plan.max_usd if self.cap_unit == USD else None
-
     def over_cap(self, plan, worst: float, spent: float) -> str | None:
-        """The one line refusing a sweep whose worst case, with what it already used, is over its cap."""
-        limit = self.cap(plan)
-        if limit is None or spent + worst <= limit + 1e-9:
+        """The one line refusing a call whose worst case, with what its sweep already used, is over `limit` (plan:
+        the sweep's plan, or a launch's LaunchPlan); None when it fits."""
+        if self.limit is None or spent + worst <= self.limit + 1e-9:
             return None
-        if self.cap_unit == USD:
-            already = f" plus ${spent:.2f} already spent" if spent else ""
-            return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region)"
-                    f"{already} is over max_usd ${limit:g}; nothing was launched: raise max_usd, drop cells, or lower"
-                    " max_runtime_minutes")
-        already = f" plus {spent:.2f} already used" if spent else ""
-        return (f"plan {plan.source}: the worst case {worst:.2f} GPU-hours (each job to its time limit){already} is"
-                f" over max_gpu_hours {limit:g}; nothing was submitted: raise it, drop cells, or shorten the jobs")
+        already = f" plus ${spent:.2f} already spent" if spent else ""
+        return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region)"
+                f"{already} is over max_usd ${self.limit:g}; nothing was launched: raise max_usd, drop cells, or lower"
+                " max_runtime_minutes")
 
     def running_cap(self, plan, spent: float) -> SharedCap | None:
         """A cap the running jobs are stopped at (dollars read live); None where nothing is billed."""
@@ -147,6 +148,10 @@ class Provider:
     def print_sweep(self, plan, sweep_id: str, url: str, cells: list, spent: float, stores: dict,
                     note: str | None) -> None:
         raise NotImplementedError
+
+    def print_offers(self, deployment: str | None) -> None:
+        """`gpubench-launch gpus`: the GPU types on offer (the default provider's)."""
+        raise LaunchError(f"{self.title} has no list of GPU types to show")
 
     # --- running -----------------------------------------------------------------------------------------------------
     def runner(self, launch: Launch, run: RunPlan, adopt: Any = None) -> Runner:
@@ -179,6 +184,10 @@ class Provider:
     async def cancel(self, run_id: str) -> int | None:
         """Cancel the run's job and confirm it stopped; None when this provider does not know it."""
         raise NotImplementedError
+
+    def not_found(self, run_id: str) -> str:
+        """What it says of a run id it does not know."""
+        return f"no {self.title} job for run id {run_id!r}"
 
     async def cleanup(self, all_hosts: bool, dry_run: bool) -> int:
         """Stop what gpubench left running here with no launcher following it (say what, with --dry-run)."""

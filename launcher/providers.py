@@ -16,10 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from gpubench.registry import Registry, UnknownName
 
-from .errors import LaunchError
-
 if TYPE_CHECKING:
     from .provider import Provider
+
+
+def _error(message: str) -> Exception:
+    from .errors import LaunchError  # pydantic's import stays out of `gpubench-launch --help`
+
+    return LaunchError(message)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,6 @@ PROVIDERS: Registry[Entry] = Registry("provider")
 for _entry in (
     Entry("runcrate", "runcrate", "Runcrate"),
     Entry("slurm", "slurm", "Slurm", table="slurm", option="slurm", options=True),
-    Entry("docker", "docker_hosts", "DockerHosts", table="docker", option="docker_host", options=True),
 ):
     PROVIDERS.add(_entry.name, _entry)
 DEFAULT = PROVIDERS.names()[0]
@@ -53,7 +56,7 @@ def get(name: str) -> type[Provider]:
     try:
         return PROVIDERS.get(name).load()
     except UnknownName as exc:
-        raise LaunchError(str(exc)) from None
+        raise _error(str(exc)) from None
 
 
 def names() -> list[str]:
@@ -84,12 +87,12 @@ def option_names(sweep: bool = False) -> dict[str, str]:
 
 # --- choosing the provider of a call --------------------------------------------------------------------------------
 def for_launch(options) -> Provider:
-    """The provider a launch's options name (`options.provider` holds the provider options given), built from them."""
-    given = options.provider
+    """The provider a launch's options name (`options.provider_options`: the provider options given), built."""
+    given = options.provider_options
     chosen = [e for e in PROVIDERS if e.option and given.get(e.option)]
     if len(chosen) > 1:
         flags = " and ".join(f"--{e.option.replace('_', '-')}" for e in chosen)
-        raise LaunchError(f"{flags}: a run goes to one place; give one of them")
+        raise _error(f"{flags}: a run goes to one place; give one of them")
     entry = chosen[0] if chosen else PROVIDERS.get(DEFAULT)
     _refuse_others(entry, given, option_names())
     return entry.load().from_launch(options)
@@ -99,7 +102,7 @@ def for_plan(plan, options) -> Provider:
     """The provider a sweep plan's table names (plan.provider_table: the table's name and content, or None)."""
     name, table = plan.provider_table or (None, None)
     entry = next((e for e in PROVIDERS if e.table and e.table == name), None) or PROVIDERS.get(DEFAULT)
-    _refuse_others(entry, options.provider, option_names(sweep=True), plan=plan)
+    _refuse_others(entry, options.provider_options, option_names(sweep=True), plan=plan)
     return entry.load().from_plan(table, plan, options)
 
 
@@ -110,15 +113,15 @@ def _refuse_others(entry: Entry, given: dict[str, Any], owners: dict[str, str], 
             owner = PROVIDERS.get(owners[name])
             flag = f"--{name.replace('_', '-')}"
             if plan is not None:
-                raise LaunchError(f"plan {plan.source}: {flag} needs a [{owner.table}] table in the plan")
-            raise LaunchError(f"{flag} applies to {owner.load().title} runs (with --{owner.option.replace('_', '-')})")
+                raise _error(f"plan {plan.source}: {flag} needs a [{owner.table}] table in the plan")
+            raise _error(f"{flag} applies to {owner.load().title} runs (with --{owner.option.replace('_', '-')})")
 
 
 def plan_table(data: dict[str, Any], where: str) -> tuple[str, Any] | None:
     """The one provider table of a plan's top level (removed from `data`), or None; two is one line."""
     found = [(name, data.pop(name)) for name in tables() if name in data]
     if len(found) > 1:
-        raise LaunchError(f"{where}: [{found[0][0]}] and [{found[1][0]}]: a sweep goes to one place; keep one table")
+        raise _error(f"{where}: [{found[0][0]}] and [{found[1][0]}]: a sweep goes to one place; keep one table")
     return found[0] if found else None
 
 

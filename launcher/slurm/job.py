@@ -22,6 +22,7 @@ from .. import errors
 from ..context import Launch
 from ..plan import RunPlan
 from ..results import RunFolder, RunOutcome
+from ..state import LaunchState
 from . import commands
 from .plan import BatchJob, batch_for
 
@@ -96,10 +97,12 @@ class SlurmRun:
                 return RunOutcome(self.run_id, errors.BAD_INPUT, "refused", message=str(exc), launched=False)
             self.submitted_at = time.monotonic()
         (batch.side / "job_id").write_text(self.job_id + "\n")
+        state = LaunchState(self.run_id)  # cleanup's: whether a launcher still follows the job
+        state.save(provider=plan.provider, kind="slurm job", job_id=self.job_id, side=str(batch.side))
         self.launch.live[self.run_id] = f"slurm job {self.job_id}"
-        gpu = plan.slurm.gpu(self.run.candidates[0].requested)
+        gpu = plan.settings.gpu(self.run.candidates[0].requested)
         self.view.say(self.run_id, f"slurm job {self.job_id} {'followed again' if self.adopt else 'submitted'} "
-                                   f"(partition {gpu.partition}, {plan.slurm.way})")
+                                   f"(partition {gpu.partition}, {plan.settings.way})")
         follower = OutputFollower(batch.output(self.job_id), lambda line: self._timed(folder.feed(line)))
         try:
             await self.follow_until_end(follower, batch)
@@ -113,6 +116,8 @@ class SlurmRun:
         if not store_ok:
             code = max(code, errors.LAUNCHER_TROUBLE)
         self.launch.live.pop(self.run_id, None)
+        if self.cancel_confirmed is not False:
+            state.remove()
         ok, total = folder.setup_counts()
         return RunOutcome(self.run_id, code, self.stopped_by or facts["state"].lower(), gpu=gpu.name,
                           region=gpu.partition, duration_s=time.monotonic() - started, setups_ok=ok,
@@ -211,8 +216,9 @@ class SlurmRun:
             exit_code = commands.exit_code(self.job_id)
         state = self.state
         plan = self.launch.plan
-        gpu = plan.slurm.gpu(self.run.candidates[0].requested)
+        gpu = plan.settings.gpu(self.run.candidates[0].requested)
         return {
+            "provider": plan.provider,
             "via": "slurm",
             "run_id": self.run_id,
             "job_id": self.job_id,
@@ -230,7 +236,7 @@ class SlurmRun:
             "time_limit_minutes": plan.max_runtime_minutes,
             "gpu_hours": round(_seconds(state.elapsed if state else "") / 3600 * self.run.candidates[0].count, 6),
             "started_at": None if state is None or state.nodes in ("", "(null)") else "ran",
-            "way": plan.slurm.way,
+            "way": plan.settings.way,
             "script": str(batch.script_path),
             "output": str(batch.output(self.job_id)),
             "output_bytes": follower.offset,

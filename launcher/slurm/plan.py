@@ -30,6 +30,7 @@ from gpubench.registry import UnknownName
 
 from ..errors import LaunchError, Table, read_table
 
+TABLE = "slurm"  # the table of a cluster file (--slurm FILE) or a sweep plan
 CONTAINERS = ("pyxis", "apptainer")
 SIDE_DIR = ".slurm"  # beside the run folders: each run's batch script, Slurm output file and exit code
 SIGINT_BEFORE_LIMIT_S = 60  # --signal=INT@60: the run is interrupted (and stores) before Slurm kills it
@@ -202,9 +203,9 @@ def batch_job(slurm: SlurmConfig, gpu: SlurmGpu, count: int, run_id: str, result
 
 
 def batch_for(plan, run, store) -> BatchJob:
-    """The batch job of one run of a LaunchPlan whose via is "slurm"."""
+    """The batch job of one run of a LaunchPlan on a Slurm cluster (its settings: the SlurmConfig)."""
     choice = run.candidates[0]
-    return batch_job(plan.slurm, plan.slurm.gpu(choice.requested), choice.count, run.run_id,
+    return batch_job(plan.settings, plan.settings.gpu(choice.requested), choice.count, run.run_id,
                      Path(plan.results_dir).resolve(), plan.command, plan.image, plan.max_runtime_minutes, run.env,
                      store.url if store else None, plan.extra_tags)
 
@@ -212,7 +213,7 @@ def batch_for(plan, run, store) -> BatchJob:
 def describe_batch(plan, run, store) -> list[str]:
     """What --dry-run prints of one run's batch job: its sbatch options, its command, what it waits for."""
     batch = batch_for(plan, run, store)
-    gpu = plan.slurm.gpu(run.candidates[0].requested)
+    gpu = plan.settings.gpu(run.candidates[0].requested)
     request = " ".join(gpu.request(run.candidates[0].count)[1:]) or "a node"
     return [f"  sbatch {' '.join(batch.options)}", f"  runs   {' '.join(batch.command)}",
             f"  waits  for {request} in partition {gpu.partition}, then up to {plan.max_runtime_minutes} min"]

@@ -10,24 +10,15 @@ from pathlib import Path
 
 from ..errors import LaunchError
 from ..plan import GpuChoice
+from ..provider import Left
 from . import commands
 from .plan import (
     SIDE_DIR,
     SlurmConfig,
     comment_fields,
     describe_batch,
-    parse_slurm,
     time_limit_minutes,
 )
-
-
-def slurm_config(plan, python: str | None) -> SlurmConfig | None:
-    if plan.slurm is None:
-        if python:
-            raise LaunchError(f"plan {plan.source}: --slurm-python needs a [slurm] table in the plan"
-                              " (the partitions its GPU names map to)")
-        return None
-    return parse_slurm(plan.slurm, f"plan {plan.source}", python)
 
 
 def gpu_choice(slurm_cfg: SlurmConfig, gpu: str, spec) -> GpuChoice:
@@ -52,16 +43,14 @@ def check_partitions(slurm_cfg: SlurmConfig, names: set[str]) -> None:
 
 
 def attach(launch, slurm_cfg: SlurmConfig, expected_minutes: float, runtime_override: int | None) -> None:
-    """Make a cell's LaunchPlan a batch job: via slurm, --time from what the cell runs."""
-    launch.via, launch.slurm = "slurm", slurm_cfg
+    """Make a LaunchPlan batch jobs on this cluster: --time from what it runs."""
+    launch.via, launch.settings = None, slurm_cfg
     launch.max_runtime_minutes = runtime_override or time_limit_minutes(expected_minutes, slurm_cfg.time_margin_minutes)
-    for run in launch.runs:
-        run.env = launch.env_for(run)
 
 
-def gpu_hours(cell) -> float:
-    """The most a cell's job can use: its --time on its GPUs."""
-    return cell.launch.max_runtime_minutes / 60 * cell.run.candidates[0].count
+def gpu_hours(plan, run) -> float:
+    """The most a run's job can use: its --time on its GPUs."""
+    return plan.max_runtime_minutes / 60 * run.candidates[0].count
 
 
 def over_gpu_hours(slurm_cfg: SlurmConfig, worst: float, spent: float) -> str | None:
@@ -83,19 +72,20 @@ def left_behind(sweep_id: str, stored: set[str]) -> dict[str, list[commands.Slur
     return found
 
 
-def adopt(cells, left: dict[str, list[commands.SlurmJob]]) -> None:
-    """A pending cell with a job an earlier call left, live or completed, follows it (the newest) rather than
-    submitting again; one that failed, timed out or was cancelled is submitted again. Only jobs whose batch script
-    lies under this call's results folder: their output is where this call reads it."""
-    for c in cells:
-        side = Path(c.launch.results_dir).resolve() / SIDE_DIR
-        jobs = sorted((j for j in left.get(c.path, []) if (j.live or j.state == "COMPLETED")
+def adopt(cells: dict, left: dict[str, list[commands.SlurmJob]]) -> dict[str, Left]:
+    """A pending cell (path -> its plan) with a job an earlier call left, live or completed, follows it (the newest)
+    rather than submitting again; one that failed, timed out or was cancelled is submitted again. Only jobs whose
+    batch script lies under this call's results folder: their output is where this call reads it."""
+    chosen = {}
+    for path, plan in cells.items():
+        side = Path(plan.results_dir).resolve() / SIDE_DIR
+        jobs = sorted((j for j in left.get(path, []) if (j.live or j.state == "COMPLETED")
                        and Path(j.script).parent.parent == side), key=lambda j: int(j.job_id))
-        if c.state == "pending" and jobs:
-            c.adopt, c.state = jobs[-1], "follow"
-            c.run.run_id = c.run_id = comment_fields(c.adopt.comment)["run"]
-            c.run.env = c.launch.env_for(c.run)
-            c.note = f"slurm job {c.adopt.job_id} ({c.adopt.status}) from an earlier call"
+        if jobs:
+            job = jobs[-1]
+            chosen[path] = Left(comment_fields(job.comment)["run"], job,
+                                f"slurm job {job.job_id} ({job.status}) from an earlier call")
+    return chosen
 
 
 def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, spent_hours: float,
@@ -117,9 +107,9 @@ def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, s
         gpu = slurm_cfg.gpu(c.run.candidates[0].requested)
         request = " ".join(gpu.request(c.run.candidates[0].count)[1:]) or "(the partition)"
         table.add_row(c.cell.workload, gpu.name, gpu.partition, request, f"{c.launch.max_runtime_minutes} min",
-                      c.state, f"{gpu_hours(c):.2f}")
+                      c.state, f"{gpu_hours(c.launch, c.run):.2f}")
         if c.to_launch:
-            worst += gpu_hours(c)
+            worst += gpu_hours(c.launch, c.run)
     console.print(table)
     for c in cells:
         if c.to_launch:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,8 +21,8 @@ from typing import Any
 
 from .. import errors
 from ..errors import LaunchError
+from ..provider import USD
 from ..redact import Redactor
-from ..runcrate.client import api_errors, describe, make_client
 from .plan import Cell, Plan, load_plan
 from .store import Attempt, SweepStore, finished_status
 
@@ -40,7 +38,7 @@ class SweepOptions:
     verbose: bool = False
     retry_unavailable: bool = False
     sweep_id: str | None = None
-    slurm_python: str | None = None  # a [slurm] plan: the job's gpubench is this Python environment on the nodes
+    provider_options: dict[str, Any] = field(default_factory=dict)  # the providers' own (--slurm-python, ...)
 
 
 @dataclass
@@ -66,21 +64,22 @@ class PlannedCell:
 
 
 def sweep(o: SweepOptions) -> int:
-    return asyncio.run(_sweep(o))
+    from .. import providers
+
+    plan = load_plan(o.plan)  # read once: its [slurm] or [docker] table (or none) names the provider
+    provider = providers.for_plan(plan, o)
+    return asyncio.run(_sweep(o, plan, provider))
 
 
-async def _sweep(o: SweepOptions) -> int:
+async def _sweep(o: SweepOptions, plan: Plan, provider) -> int:
     from gpubench.gpu_fit import why_unfit
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
-    from ..launch import LaunchOptions, build_plan, check_store, fetch_types, run_launches
+    from ..launch import LaunchOptions, build_plan, check_store, run_launches
     from ..pace import Pace
-    from ..plan import GpuChoice, resolve_gpu, resolve_workload
+    from ..plan import resolve_workload
     from ..progress import ProgressView
-    from ..slurm import sweep as slurm_sweep
 
-    plan = load_plan(o.plan)
-    cluster = slurm_sweep.slurm_config(plan, o.slurm_python)  # None: Runcrate
     sweep_id = o.sweep_id or plan.sweep_id
     if not _SWEEP_ID.match(sweep_id):
         raise LaunchError(f"bad --sweep-id {sweep_id!r}: 1-64 of a-z, 0-9 and '-'")
@@ -93,136 +92,78 @@ async def _sweep(o: SweepOptions) -> int:
         raise LaunchError(str(exc)) from None
     where = SweepStore(sweep_id, store, o.results_dir)
 
-    # A dry run without an API key (a fork's CI) still checks the plan; GPU names and prices need the API.
-    offline = cluster is None and o.dry_run and not os.environ.get("RUNCRATE_API_KEY")
-    client = None if offline or cluster else make_client()
     try:
-        types = None if offline or cluster else await fetch_types(client, redact)
+        await provider.open(o.dry_run)
         cells: list[PlannedCell] = []
         unfit: dict[str, str | None] = {}  # cell path -> why its GPU cannot run it (gpubench/gpu_fit.py)
         for cell in plan.cells:
             spec = resolve_workload(cell.workload)
-            # first-matmul times an instance's launch on Runcrate, as `gpubench-launch first-matmul` does; on a
-            # cluster every study is a batch job.
-            via = "instance" if spec.via == "instance" and not cluster else "job"
-            deployment, study = ("container", spec.name) if via == "instance" else (None, None)
-            if offline:
-                choice = GpuChoice(requested=cell.gpu, gpu_type=cell.gpu, count=spec.gpu_count, rows=())
-            elif cluster:
-                try:
-                    choice = slurm_sweep.gpu_choice(cluster, cell.gpu, spec)
-                except LaunchError as exc:
-                    raise LaunchError(f"{cell.label}: {exc}") from None
-            else:
-                try:
-                    choice = await resolve_gpu(client, cell.gpu, types, spec.gpu_count, deployment)
-                except LaunchError as exc:
-                    raise LaunchError(f"plan {o.plan}: {cell.label}: {exc}") from None
+            try:
+                choice = await provider.offer(cell.gpu, spec)
+            except LaunchError as exc:  # "plan P: CELL: why", whether the provider named the plan or not
+                where = f"plan {plan.source}"
+                raise LaunchError(f"{where}: {cell.label}: {str(exc).removeprefix(f'{where}: ')}") from None
             path = f"{spec.name}/{choice.wire.replace(':', 'x')}/{cell.args_key}"
             options = LaunchOptions(
-                workload=spec.name, gpus=(cell.gpu,), each=True, via=via, study=study, smoke=cell.smoke,
+                workload=spec.name, gpus=(cell.gpu,), each=True, smoke=cell.smoke,
                 setups=",".join(cell.setups) if cell.setups else None, repeats=cell.repeats,
-                overrides=cell.overrides, weights=cell.weights, results_dir=str(where.root / path),
+                overrides=cell.overrides, weights=cell.weights, image=cell.image, results_dir=str(where.root / path),
                 capacity_wait=plan.capacity_wait_minutes, max_runtime_minutes=plan.max_runtime_minutes,
             )
-            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, via, [choice], deployment,
+            launch = build_plan(options, spec, list(cell.setups) if cell.setups else None, provider, [choice],
                                 where.cell_store(path))
             launch.extra_tags = {"gpubench_sweep": sweep_id, "gpubench_cell": path}
-            if cluster:
-                slurm_sweep.attach(launch, cluster, spec.expected(cell.smoke), plan.max_runtime_minutes)
             cells.append(PlannedCell(cell, path, launch))
             unfit[path] = why_unfit(spec, choice.gpu_type, choice.count, cell.setups, cell.smoke)
-        checked = None
-        if cluster:  # the partitions exist and the controller answers, before anything is submitted
-            try:
-                await asyncio.to_thread(slurm_sweep.check_partitions, cluster, {c.run.candidates[0].requested
-                                                                                for c in cells})
-            except LaunchError as exc:
-                if not o.dry_run or "not installed" not in str(exc):
-                    raise
-                checked = f"partitions not checked: {exc}"
+        note = await provider.check([c.launch for c in cells], o.dry_run)  # before anything is submitted
         try:
             attempts = await asyncio.to_thread(where.attempts)
         except StoreError as exc:
             raise LaunchError(redact(str(exc))) from None
         _classify(cells, attempts, o.retry_unavailable)
         _refuse_unfit(cells, unfit, o.plan)
-        if cluster:
-            return await _sweep_slurm(o, plan, sweep_id, where, cells, attempts, cluster, pace, redact, checked)
-        spent = sum(a.cost_usd for a in attempts)
-        worst = sum(c.launch.worst_cost(c.run) or 0.0 for c in cells if c.to_launch)
-        over = spent + worst > plan.max_usd + 1e-9
+        priced = provider.cap_unit == USD
+        if not priced:
+            for c in cells:
+                c.cost_usd = None  # owned machines cost no dollars here; their GPU-hours are in each job.json
+        spent = sum(a.cost_usd if priced else a.gpu_hours for a in attempts)
+        worst = sum(provider.worst_case(c.launch, c.run) or 0.0 for c in cells if c.to_launch)
+        over = provider.over_cap(plan, worst, spent)
         if o.dry_run:
-            print_matrix(plan, sweep_id, where.url, cells, spent, offline)
+            provider.print_sweep(plan, sweep_id, where.url, cells, spent,
+                                 {c.path: where.cell_store(c.path) for c in cells}, note)
             if over:
-                raise LaunchError(_over_cap(plan, worst, spent))
+                raise LaunchError(over)
             return errors.OK
         if over:  # before any request that could start or bill anything
-            raise LaunchError(_over_cap(plan, worst, spent))
-        _adopt(cells, await _left_behind(client, sweep_id, {a.run_id for a in attempts if a.ended}, redact))
+            raise LaunchError(over)
+        pending = {c.path: c.launch for c in cells if c.state == "pending"}
+        left = await provider.left_behind(sweep_id, {a.run_id for a in attempts if a.ended}, pending)
+        for c in cells:
+            if c.path in left and c.state == "pending":
+                found = left[c.path]
+                c.adopt, c.state, c.note = found.job, "follow", found.note
+                c.run.run_id = c.run_id = found.run_id
+                c.run.env = c.launch.env_for(c.run)
         todo = [c for c in cells if c.to_launch]
         view = ProgressView(verbose=o.verbose)
         for c in cells:
             if not c.to_launch:
                 view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
+            elif c.adopt is not None:
+                view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.note}")
         outcomes = []
         if todo:
             await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
-            for c in todo:
-                if c.adopt is not None:  # the killed launcher's partial folder: the job's log is read again
-                    shutil.rmtree(Path(c.launch.results_dir) / c.run.run_id, ignore_errors=True)
-            from ..context import SharedCap
-
             outcomes = await run_launches(
-                client, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
+                provider, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
                 adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None},
-                cap=SharedCap(plan.max_usd - spent))
+                cap=provider.running_cap(plan, spent))
             view.summary(outcomes)
         for c, outcome in zip(todo, outcomes, strict=True):
             _settle(c, outcome)
     finally:
-        if client is not None:
-            await client.close()
-    return await _finish(plan, sweep_id, where, cells, spent, view, redact)
-
-
-async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepStore, cells: list[PlannedCell],
-                       attempts: list[Attempt], cluster, pace, redact, checked: str | None) -> int:
-    """The rest of a [slurm] sweep: its cap in GPU-hours, its left-behind jobs from squeue, then the run itself."""
-    from ..launch import check_store, run_launches
-    from ..progress import ProgressView
-    from ..slurm import sweep as slurm_sweep
-
-    for c in cells:
-        c.cost_usd = None  # an owned cluster's jobs cost no dollars here; GPU-hours are in each job.json
-    spent = sum(a.gpu_hours for a in attempts)
-    worst = sum(slurm_sweep.gpu_hours(c) for c in cells if c.to_launch)
-    over = slurm_sweep.over_gpu_hours(cluster, worst, spent)
-    if o.dry_run:
-        slurm_sweep.print_matrix(plan, sweep_id, where.url, cells, cluster, spent,
-                                 {c.path: where.cell_store(c.path) for c in cells}, checked)
-        if over:
-            raise LaunchError(over)
-        return errors.OK
-    if over:
-        raise LaunchError(over)
-    ended = {a.run_id for a in attempts if a.ended}
-    slurm_sweep.adopt(cells, await asyncio.to_thread(slurm_sweep.left_behind, sweep_id, ended))
-    todo = [c for c in cells if c.to_launch]
-    view = ProgressView(verbose=o.verbose)
-    for c in cells:
-        if not c.to_launch:
-            view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
-        elif c.adopt is not None:
-            view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.note}")
-    outcomes = []
-    if todo:
-        await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
-        outcomes = await run_launches(None, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
-                                      adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None})
-        view.summary(outcomes)
-    for c, outcome in zip(todo, outcomes, strict=True):
-        _settle(c, outcome)
+        await provider.close()
     return await _finish(plan, sweep_id, where, cells, spent, view, redact)
 
 
@@ -241,19 +182,6 @@ async def _finish(plan: Plan, sweep_id: str, where: SweepStore, cells: list[Plan
     return errors.combine([c.exit_code for c in cells])
 
 
-async def _left_behind(client, sweep_id: str, stored: set[str], redact) -> dict[str, list]:
-    """The sweep's jobs whose runs are not in the store (a launcher died before storing them), by cell."""
-    found: dict[str, list] = {}
-    try:
-        async for job in client.jobs.list_all(tags={"gpubench_sweep": sweep_id}):
-            run_id = job.tags.get("gpubench_run_id")
-            if job.tags.get("gpubench_sweep") == sweep_id and run_id and run_id not in stored:
-                found.setdefault(job.tags.get("gpubench_cell", ""), []).append(job)
-    except api_errors() as exc:
-        raise LaunchError(f"cannot list the sweep's jobs: {describe(exc, redact)}") from None
-    return found
-
-
 def _classify(cells: list[PlannedCell], attempts: list[Attempt], retry: bool) -> None:
     """Each cell's state from what the sweep has stored: done, no capacity (not retried), or pending."""
     for c in cells:
@@ -269,19 +197,6 @@ def _classify(cells: list[PlannedCell], attempts: list[Attempt], retry: bool) ->
             c.note = f"run {c.run_id} found none; --retry-unavailable tries again"
         else:
             c.run_id = c.run.run_id
-
-
-def _adopt(cells: list[PlannedCell], left: dict[str, list]) -> None:
-    """A pending cell with a job that a killed launcher left, still live or succeeded, follows that job (the newest)
-    instead of paying again; one that failed or was cancelled (say by `gpubench-launch cleanup`) is run again."""
-    for c in cells:
-        jobs = sorted((j for j in left.get(c.path, []) if not j.finished or j.status == "succeeded"),
-                      key=lambda j: str(j.created_at))
-        if c.state == "pending" and jobs:
-            c.adopt, c.state = jobs[-1], "follow"
-            c.run.run_id = c.run_id = c.adopt.tags["gpubench_run_id"]
-            c.run.env = c.launch.env_for(c.run)
-            c.note = f"job {c.adopt.id} ({c.adopt.status}) from an earlier call"
 
 
 def _refuse_unfit(cells: list[PlannedCell], unfit: dict[str, str | None], source: str) -> None:
@@ -323,13 +238,6 @@ def _settle(c: PlannedCell, outcome) -> None:
         c.state = outcome.status or "failed"
 
 
-def _over_cap(plan: Plan, worst: float, spent: float) -> str:
-    already = f" plus ${spent:.2f} already spent" if spent else ""
-    return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region){already}"
-            f" is over max_usd ${plan.max_usd:g}; nothing was launched: raise max_usd, drop cells, or lower"
-            " max_runtime_minutes")
-
-
 def _summary(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], spent: float) -> dict:
     return {
         "sweep_id": sweep_id,
@@ -350,51 +258,6 @@ def _summary(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], spen
 
 
 # --- what a person sees -------------------------------------------------------------------------
-def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], spent: float,
-                 offline: bool = False) -> None:
-    from rich.table import Table
-
-    from ..show import _console
-
-    console = _console()
-    console.print(f"sweep         {sweep_id} (plan {plan.source})", markup=False)
-    console.print(f"store         {url}/", markup=False)
-    nets = {c.cell.workload: c.launch.max_runtime_minutes for c in cells}
-    console.print("safety net    " + ", ".join(f"{w} {m} min" for w, m in nets.items()) + " (each job's max runtime)",
-                  markup=False)
-    commands: dict[str, int] = {}
-    for c in cells:  # one line per workload and arguments, numbered; the table refers to it
-        if c.launch.command not in commands:
-            commands[c.launch.command] = len(commands) + 1
-            console.print(f"{f'[{commands[c.launch.command]}]':14}{c.launch.command}", markup=False)
-    table = Table(title="cells (one job each)")
-    for column in ("", "workload", "GPU", "state", "$/h", "exp. $", "max $"):
-        table.add_column(column, justify="right" if "$" in column else "left", overflow="fold")
-    expected_total = worst_total = 0.0
-    for c in cells:
-        run = c.run
-        expected, worst = c.launch.expected_cost(run), c.launch.worst_cost(run)
-        if c.to_launch:
-            expected_total += expected or 0.0
-            worst_total += worst or 0.0
-        price = run.candidates[0].price
-        table.add_row(f"[{commands[c.launch.command]}]", c.cell.workload, run.candidates[0].wire, c.state,
-                      "-" if price is None else f"{price:.2f}", "-" if expected is None else f"{expected:.2f}",
-                      "-" if worst is None else f"{worst:.2f}")
-    console.print(table)
-    launching = sum(c.to_launch for c in cells)
-    costs = "costs unknown" if offline else f"expected ${expected_total:.2f}, at most ${worst_total:.2f}" + (
-        f", plus ${spent:.2f} spent by stored runs" if spent else "")
-    console.print(f"to launch     {launching} of {len(cells)} cells: {costs}; max_usd ${plan.max_usd:g}", markup=False)
-    console.print("exp. $        expected minutes of the run (smoke for --smoke), cheapest region",
-                  markup=False)
-    console.print("max $         the safety net at the dearest region: what max_usd must cover", markup=False)
-    if offline:
-        console.print("no RUNCRATE_API_KEY: the plan is valid, but its GPU names, prices and cap were not checked"
-                      " against /instances/types", markup=False)
-    console.print("dry run: nothing was launched", markup=False)
-
-
 def print_summary(view, summary: dict) -> None:
     from rich.table import Table
 
