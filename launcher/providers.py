@@ -46,6 +46,7 @@ PROVIDERS: Registry[Entry] = Registry("provider")
 for _entry in (
     Entry("runcrate", "runcrate", "Runcrate"),
     Entry("slurm", "slurm", "Slurm", table="slurm", option="slurm", options=True),
+    Entry("docker", "docker_hosts", "DockerHosts", table="docker", option="docker_host", options=True),
 ):
     PROVIDERS.add(_entry.name, _entry)
 DEFAULT = PROVIDERS.names()[0]

@@ -15,12 +15,12 @@ from gpubench.launcher.errors import LaunchError
 def test_an_unknown_provider_lists_the_valid_names():
     with pytest.raises(LaunchError) as caught:
         providers.get("kubernetes")
-    assert str(caught.value) == "unknown provider 'kubernetes'; valid: runcrate, slurm"
+    assert str(caught.value) == "unknown provider 'kubernetes'; valid: runcrate, slurm, docker"
 
 
 def test_the_default_is_the_first_line_and_tables_name_the_others():
     assert providers.DEFAULT == "runcrate"
-    assert providers.tables() == ["slurm"]
+    assert providers.tables() == ["slurm", "docker"]
 
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "launcher"
