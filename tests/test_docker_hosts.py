@@ -140,7 +140,8 @@ def test_a_sweep_follows_the_container_a_killed_launcher_left(image, engine, tmp
     assert left.status == "running"  # the container runs on without a launcher
 
     status = launch(["status", run_id], tmp_path)  # found on the host its state file names
-    assert status.returncode == exit_codes.OK and "status     running" in status.stdout, status.stdout
+    assert status.returncode == exit_codes.OK, status.stderr
+    assert f"container  {left.short_id} (gpubench-{run_id}) on {ENGINE}" in status.stdout, status.stdout
 
     resumed = launch(["sweep", path], tmp_path)
     assert resumed.returncode == exit_codes.OK, resumed.stderr

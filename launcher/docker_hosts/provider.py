@@ -84,7 +84,12 @@ class DockerHosts(Provider):
         hosts = [check_host(h, "a run's Docker host") for h in dict.fromkeys(hosts)]
         if not hosts:
             return None
-        need_sdk(any(h.startswith("ssh://") for h in hosts))
+        try:
+            need_sdk(any(h.startswith("ssh://") for h in hosts))
+        except LaunchError:
+            if named:
+                raise
+            return None  # DOCKER_HOST set for something else, and no SDK here: nothing of ours to look up
         found = cls(None)
         found.lookup = hosts
         return found

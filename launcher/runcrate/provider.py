@@ -58,10 +58,16 @@ class Runcrate(Provider):
     def for_run(cls, evidence: dict[str, Any]) -> Runcrate | None:
         """Runs are looked up through the API: with a key, or for a run this host says was Runcrate's (then the
         missing key is the answer)."""
-        if evidence.get("provider") == cls.name or os.environ.get("RUNCRATE_API_KEY"):
+        named = evidence.get("provider") == cls.name
+        if not named and not os.environ.get("RUNCRATE_API_KEY"):
+            return None
+        try:
             need_sdk()
-            return cls()
-        return None
+        except LaunchError:
+            if named:
+                raise
+            return None  # a key set, but no SDK here: not a machine that launches on Runcrate
+        return cls()
 
     async def open(self, dry_run: bool = False) -> None:
         if self.offline:
