@@ -75,7 +75,6 @@ class Provider:
     title: ClassVar[str]  # for a person: "Runcrate", "Slurm", "Docker hosts"
     cap_unit: ClassVar[str] = USD  # USD: it bills (a sweep's max_usd); GPU_HOURS: owned machines (max_gpu_hours)
     gpu_optional: ClassVar[bool] = False  # a launch may leave --gpu out (a Docker host runs on the GPUs it has)
-    mirror: ClassVar[bool] = False  # the job writes its run folder itself (a shared filesystem); the launcher echoes
     limit: float | None = None  # the cap this call runs under, in cap_unit (a sweep's max_usd, [slurm] max_gpu_hours)
     reached_by: ClassVar[str] = ""  # what lets for_run() look runs up from here, said when nothing can
 

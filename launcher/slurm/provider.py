@@ -43,7 +43,6 @@ class Slurm(Provider):
     title = "Slurm"
     reached_by = "a Slurm client (squeue with SLURM_CONF or /etc/slurm/slurm.conf)"
     cap_unit = GPU_HOURS
-    mirror = True  # the job writes and uploads its run folder itself, on the shared filesystem
 
     def __init__(self, cluster: SlurmConfig | None):
         self.cluster = cluster  # None: looking runs up by id only
