@@ -60,3 +60,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert result.code == 2 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "gpubench-results").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rate", "5", "--burstiness", "inf"], "burstiness must be a positive number, a finite number (got inf)"),
+])
+def test_a_load_that_cannot_be_drawn_is_refused_before_a_run_folder(tmp_path, args, message):
+    """Against a server that answers: the refusal comes before the run, not as a failed run (exit 1) after it."""
+    with streaming_server.running(ttft_ms=5, token_ms=1) as url:
+        result = gpubench("loadgen", "--base-url", url, "--model", "m", *args, cwd=tmp_path, timeout=60)
+    assert result.code == 2 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "gpubench-results").exists()

@@ -82,8 +82,8 @@ class LoadSpec:
             raise LoadSpecError(f"requests must be at least 1 (got {self.requests})")
         if self.rate is not None and number_problem(self.rate, "positive", 0, min_open=True):
             raise LoadSpecError(f"rate must be a positive number of requests per second (got {self.rate})")
-        if not self.burstiness > 0:
-            raise LoadSpecError(f"burstiness must be a positive number (got {self.burstiness})")
+        if problem := number_problem(self.burstiness, "a positive number", 0, min_open=True):
+            raise LoadSpecError(f"burstiness {problem} (got {self.burstiness})")
         if self.processes is not None and self.processes < 1:
             raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
         if (env := os.environ.get(PROCESSES_VARIABLE)) and not (env.isdigit() and int(env) >= 1):
