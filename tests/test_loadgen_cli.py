@@ -64,6 +64,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--rate", "5", "--burstiness", "inf"], "burstiness must be a positive number, a finite number (got inf)"),
+    (["--rate", "1e-300"], "rate 1e-300 spreads 16 requests over 1.5e+301 s: at most 86,400 s (a day)"),
+    (["--rate", "0.0001", "--requests", "10"], "rate 0.0001 spreads 10 requests over 9e+04 s"),
 ])
 def test_a_load_that_cannot_be_drawn_is_refused_before_a_run_folder(tmp_path, args, message):
     """Against a server that answers: the refusal comes before the run, not as a failed run (exit 1) after it."""

@@ -18,7 +18,10 @@ ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 # latency (every chunk waits for the chunks the loop handles before it), not throughput.
 USERS_PER_PROCESS = 16
 RATE_PER_PROCESS = 250.0
-PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"  # sets the count where no spec field does (the serving studies)
+PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"
+# An open loop's arrivals span (requests - 1) / rate seconds. Bounded as --repeats is: a day is far past any study's
+# load, and a slower schedule is a typo that would hold the server (and a rented GPU's bill) open for ever.
+MAX_SCHEDULE_S = 24 * 3600  # sets the count where no spec field does (the serving studies)
 
 
 class LoadSpecError(ValueError):
@@ -82,6 +85,9 @@ class LoadSpec:
             raise LoadSpecError(f"requests must be at least 1 (got {self.requests})")
         if self.rate is not None and number_problem(self.rate, "positive", 0, min_open=True):
             raise LoadSpecError(f"rate must be a positive number of requests per second (got {self.rate})")
+        if self.rate is not None and (span := (self.requests - 1) / self.rate) > MAX_SCHEDULE_S:
+            raise LoadSpecError(f"rate {self.rate:g} spreads {self.requests} requests over {span:.2g} s: at most"
+                                f" {MAX_SCHEDULE_S:,} s (a day) of arrivals; raise the rate or send fewer requests")
         if problem := number_problem(self.burstiness, "a positive number", 0, min_open=True):
             raise LoadSpecError(f"burstiness {problem} (got {self.burstiness})")
         if self.processes is not None and self.processes < 1:
