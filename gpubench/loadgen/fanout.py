@@ -18,7 +18,7 @@ import multiprocessing
 import time
 from multiprocessing.connection import wait
 
-from gpubench.loadgen.run import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share
+from gpubench.loadgen.share import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share
 
 PROCESS_NAME = b"gpubench-client"
 PR_SET_NAME = 15
@@ -95,9 +95,10 @@ def _client(load: Plan, share: int, shares: int, counter, done, pipe) -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, PROCESS_NAME, 0, 0, 0)
 
-    def start_at() -> float:
+    async def start_at() -> float:
         pipe.send(("ready", None))
-        return _expect(pipe, "start")
+        # waited for in a thread, so the event loop goes on: a connection the server closes meanwhile is seen closed
+        return await asyncio.to_thread(_expect, pipe, "start")
 
     def finished() -> None:
         with done.get_lock():
