@@ -74,3 +74,18 @@ def test_a_load_that_cannot_be_drawn_is_refused_before_a_run_folder(tmp_path, ar
     assert result.code == 2 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_loadgen_takes_the_run_options_and_goes_through_the_run_lifecycle(tmp_path):
+    """--repeats from RunArgs: a result per repeat, each with its own prompts; the summary and verdict a run writes."""
+    with streaming_server.running(ttft_ms=20, token_ms=2) as url:
+        result = gpubench("loadgen", "--base-url", url, *ARGS, "--repeats", "2", "--run-id",
+                          "loadgen-20261203T000000Z-abcdef", cwd=tmp_path)
+    assert result.code == 0, result.stderr[-2000:]
+    results = [r for r in result.records() if r["kind"] == "result"]
+    assert [(r["setup"], r["repeat"], r["status"]) for r in results] == [("u4", 1, "ok"), ("u4", 2, "ok")]
+    assert [r["info"]["prompt_seed"] for r in results] == [42, 43]
+    assert all(r["verdict"] for r in results)
+    folder = tmp_path / "gpubench-results" / "loadgen-20261203T000000Z-abcdef"
+    assert (folder / "summary.md").read_text().startswith("# loadgen: loadgen-20261203T000000Z-abcdef")
+    assert result.records()[0]["repeats"] == 2

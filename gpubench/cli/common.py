@@ -62,6 +62,32 @@ def price_from_launcher() -> float | None:
     return match[1]
 
 
+def run_id_for(given: str | None, workload: str) -> str:
+    """The run's id: given (--run-id, or a launcher's GPUBENCH_RUN_ID), checked, else a new one."""
+    from gpubench import runid
+
+    run_id = given or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
+    if not runid.is_run_id(run_id):
+        raise CliError(f"bad run id {run_id!r}")
+    return run_id
+
+
+def deliver(run_dir, target, outcome: str) -> int:
+    """After a run: its folder closed and named, uploaded when a store was given; the exit code for the outcome (ok,
+    interrupted, else failed), made KEPT_LOCALLY when an ok run's upload failed."""
+    from gpubench import stores
+
+    run_dir.close()
+    click.echo(f"results: {run_dir.path}", err=True)
+    code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
+    if target:
+        ok, message = stores.deliver(run_dir.path, target)
+        click.echo(message, err=True)
+        if not ok and code == EXIT_OK:
+            code = EXIT_UPLOAD_FAILED
+    return code
+
+
 def safe_argv() -> list[str]:
     """The command line as given; gpubench takes no secrets as arguments."""
     return ["gpubench", *sys.argv[1:]]

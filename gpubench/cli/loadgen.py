@@ -1,22 +1,24 @@
 """`gpubench loadgen`: the load generator alone, against any OpenAI-compatible endpoint.
 
-It prints the records a `gpubench run` prints (run_started, progress, one result for the setup
-u{users} or r{rate}, run_finished) and writes the same run folder, with $ per 1M output tokens from
---price like the serving workloads. The server is whatever the URL points at, so the environment
-block describes this machine (the client's), not necessarily the server's.
+It goes through `gpubench run`'s lifecycle (gpubench/run/runner.py's Runner) with the options `gpubench run` shares
+(RunArgs: --repeats, --price, --run-id; --store, --results-dir, --json): the same records (run_started, progress, a
+result per repeat of the setup u{users} or r{rate}, run_finished), the same run folder and summary, $ per 1M output
+tokens from --price like the serving workloads, and a verdict. The load runs in this process (the Runner's in-process
+measure), not in a worker. The server is whatever the URL points at, so the environment block describes this machine
+(the client's), not necessarily the server's.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from gpubench import run_args
 from gpubench.cli import common
-from gpubench.params import PRICE
+from gpubench.run_args import RunArgs
 
 
 @click.command("loadgen")
@@ -39,9 +41,12 @@ from gpubench.params import PRICE
 @click.option("--prefix-tokens", type=int, default=0, show_default=True,
               help="Tokens of one prefix shared by every request, before the unique ones.")
 @click.option("--ignore-eos", is_flag=True, help="Ask for exactly --output-tokens (vLLM's ignore_eos).")
-@click.option("--token-ids", is_flag=True,
-              help="Ask vLLM to name each chunk's tokens (return_token_ids), so a chunk carrying several counts as"
-                   " several: the arrived count then matches the server's.")
+@click.option("--count-tokens", type=click.Choice(["auto", "token-ids", "usage", "timings", "chunks"]), default="auto",
+              show_default=True,
+              help="How a streamed chunk's tokens are counted (a busy server merges several in one): auto asks the"
+                   " server before the load (vLLM: return_token_ids; llama.cpp: timings_per_token); usage is"
+                   " continuous_usage_stats; chunks counts a chunk as one token.")
+@click.option("--token-ids", is_flag=True, help="The same as --count-tokens token-ids (vLLM's return_token_ids).")
 @click.option("--prompts-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Fixed prompts, one per line, cycled (instead of random tokens).")
 @click.option("--tokenizer", type=click.Path(exists=True, file_okay=False), default=None, metavar="PATH",
@@ -57,26 +62,26 @@ from gpubench.params import PRICE
 @click.option("--max-error-rate", type=float, default=0.01, show_default=True,
               help="Fail the run when more than this share of requests fail.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per request.")
-@click.option("--price", type=PRICE, default=None, metavar="USD_PER_HOUR",
-              help="Hourly price of the server's GPU, for $ per 1M output tokens [env GPUBENCH_PRICE_USD_PER_HOUR].")
-@click.option("--results-dir", default=None, help="Local results folder [default: ./gpubench-results].")
-@click.option("--store", default=None, metavar="URL", help="s3://bucket/prefix to upload to.")
-@click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@run_args.option("repeats")
+@run_args.option("price", help="Hourly price of the server's GPU, for $ per 1M output tokens"
+                               " [env GPUBENCH_PRICE_USD_PER_HOUR].")
+@run_args.option("store")
+@run_args.option("results_dir")
+@run_args.option("run_id")
+@run_args.option("as_json")
 def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
-            output_tokens, prefix_tokens, ignore_eos, token_ids, prompt_ids, prompts_file, tokenizer, vocab_size,
-            temperature, seed, max_error_rate, timeout, price, results_dir, store, run_id, as_json) -> None:
+            output_tokens, prefix_tokens, ignore_eos, count_tokens, token_ids, prompt_ids, prompts_file, tokenizer,
+            vocab_size, temperature, seed, max_error_rate, timeout, **shared) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
     import contextlib
-    import os
 
-    from gpubench import runid, stores
+    from gpubench import stores
     from gpubench.loadgen import study
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.run import live
-    from gpubench.run.runner import RunRequest
+    from gpubench.run.runner import Runner, RunRequest
 
+    args = RunArgs.of(study.NAME, **shared)
     prompts = ()
     if prompts_file is not None:
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -87,7 +92,8 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
                         users=users if users is not None or rate is not None else 1, requests=request_count,
                         rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
                         input_tokens=input_tokens, output_tokens=output_tokens,
-                        prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, token_ids=token_ids,
+                        prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos,
+                        count_tokens=count_tokens.replace("-", "_"), token_ids=token_ids,
                         prompt_ids=prompt_ids, temperature=temperature,
                         tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, max_error_rate=max_error_rate,
                         timeout_s=timeout)
@@ -96,35 +102,27 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
     if endpoint == "chat" and not prompts and tokenizer is None:
         click.echo("gpubench: chat prompts without --tokenizer are random words; their length is approximate"
                    " (the server's prompt_tokens is recorded)", err=True)
-    if price is None:
-        price = common.price_from_launcher()
-    target = stores.parse_store(store)
-    results_dir = results_dir or common.default_results_dir()
+    price = args.price if args.price is not None else common.price_from_launcher()
+    target = stores.parse_store(shared["store"])
+    results_dir = shared["results_dir"] or common.default_results_dir()
     stores.check_local_dir(results_dir)
-    run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id("loadgen")
-    if not runid.is_run_id(run_id):
-        raise common.CliError(f"bad run id {run_id!r}")
+    run_id = common.run_id_for(args.run_id, study.NAME)
     if target:
         target.check_writable(run_id)
     _check_reachable(spec)
 
     setup = spec.setup_name
     workload = study.spec((setup,), study=f"loadgen {spec.url}")
-    request = RunRequest(spec=workload, setups=[setup], repeats=1, smoke=False, run_id=run_id, config=spec,
-                         price_usd_per_hour=price)
-    view = None if live.wants_records(as_json) else live.LiveView()
+    request = RunRequest(spec=workload, setups=[setup], repeats=args.repeats or 1, smoke=False, run_id=run_id,
+                         config=spec, price_usd_per_hour=price)
+    view = None if live.wants_records(shared["as_json"]) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
-        result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
-    run_dir.close()
-    click.echo(f"results: {run_dir.path}", err=True)
-    code = common.EXIT_OK if result.status == "ok" else common.EXIT_SETUP_FAILED
-    if target:
-        ok, message = stores.deliver(run_dir.path, target)
-        click.echo(message, err=True)
-        if not ok and code == common.EXIT_OK:
-            code = common.EXIT_UPLOAD_FAILED
-    sys.exit(code)
+        runner = Runner(request, run_dir, echo=view.print if view else None,
+                        measure=lambda setup, repeat, progress: _measure(spec, setup, repeat, run_id, progress),
+                        definition=study.definition(workload))
+        outcome = runner.run(argv=common.safe_argv(), store_url=target.url if target else None).status
+    sys.exit(common.deliver(run_dir, target, outcome))
 
 
 def _check_reachable(spec) -> None:
@@ -147,58 +145,32 @@ def _check_reachable(spec) -> None:
                                   f" ({reason}); nothing was run") from None
 
 
-def _run(spec, setup, run_id, run_dir, workload, request, price, target):
-    """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
-    from gpubench.run import environment
-    from gpubench.run.runner import describe, overall_status, run_config
-    from gpubench.schema import RunFinished, RunStarted, summarize_results
+def _measure(spec, setup, repeat, run_id, progress):
+    """One repeat of the load as a result: ok with its metrics, or error with the reason (and what was measured).
+    Each repeat sends its own prompts (the seed plus the repeat's number, less one), so a server's prefix cache never
+    answers a later repeat from an earlier one's."""
+    import dataclasses
 
-    env = environment.collect((), price)
-    run_dir.write_config(run_config(request, env, common.safe_argv(), target.url if target else None))
-    run_dir.record(RunStarted(run_id=run_id, workload=workload.name, study=workload.study, setups=[setup], repeats=1,
-                              smoke=False, config=dataclasses.asdict(spec), environment=env))
-    started = time.perf_counter()
-    click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
-    result = _measure(spec, setup, run_id, run_dir, workload, price)
-    run_dir.record(result)
-    click.echo(describe(result), err=True)
-    if result.info.get("errors_by_kind"):
-        click.echo(f"  errors: {result.info['errors_by_kind']}", err=True)
-    run_dir.record(RunFinished(run_id=run_id, status=overall_status([result]),
-                               duration_s=round(time.perf_counter() - started, 3),
-                               summary=summarize_results([setup], [result])))
-    return result
-
-
-def _measure(spec, setup, run_id, run_dir, workload, price):
-    """One result record: ok with the load's metrics, or error with the reason (and what was measured)."""
-    from gpubench import pricing
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
     from gpubench.run.worker import one_line
-    from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, split_finite
-
-    def progress(phase, done=None, total=None, message=None):
-        run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,
-                                message=message))
+    from gpubench.schema import NOT_FINITE, Metric, SetupResult, split_finite
 
     started = time.perf_counter()
     status, error, metrics, info = "ok", None, {}, {}
     try:
-        run = run_load(spec, progress=progress, check=False)
+        run = run_load(dataclasses.replace(spec, seed=spec.seed + repeat - 1), progress=progress, check=False)
     except (LoadFailed, LoadSpecError, OSError, ValueError) as exc:
         status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
     else:
         values, not_finite = split_finite(run.metrics())
         metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
                    for name, d in LOAD_METRICS.items() if name in values}
-        info = {**run.info(), **({NOT_FINITE: not_finite} if not_finite else {})}
+        info = {**run.info(), "prompt_seed": spec.seed + repeat - 1, **({NOT_FINITE: not_finite} if not_finite else {})}
         try:
             run.check()
         except LoadFailed as exc:
             status, error = "error", str(exc)
-        if status == "ok" and price:
-            metrics.update(pricing.cost_metrics(workload.cost, metrics, price))
-    return SetupResult(run_id=run_id, setup=setup, repeat=1, status=status, metrics=metrics, error=error, info=info,
-                       duration_s=round(time.perf_counter() - started, 3))
+    return SetupResult(run_id=run_id, setup=setup, repeat=repeat, status=status, metrics=metrics, error=error,
+                       info=info, duration_s=round(time.perf_counter() - started, 3))

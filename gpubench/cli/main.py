@@ -24,7 +24,9 @@ from gpubench.cli.common import (
     CliError,
     check_output_file,
     default_results_dir,
+    deliver,
     price_from_launcher,
+    run_id_for,
     safe_argv,
 )
 from gpubench.cli.loadgen import loadgen
@@ -162,8 +164,7 @@ def images(as_json: bool) -> None:
 @run_args.option("smoke")
 @run_args.option("repeats")
 @run_args.option("price")
-@click.option("--store", default=None, metavar="URL",
-              help="s3://bucket/prefix to upload to (default: local folder only).")
+@run_args.option("store")
 @run_args.option("results_dir")
 @run_args.option("overrides")
 @run_args.option("weights")
@@ -176,8 +177,7 @@ def images(as_json: bool) -> None:
               help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
                    " like 0,2.")
 @run_args.option("on_cpu")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@run_args.option("as_json")
 @click.option("--check", "check_only", is_flag=True,
               help="Only check the arguments and the config (--set) against the workload's declarations: exit 0 or 2,"
                    " nothing runs or is written (gpubench-launch runs this before any API request).")
@@ -190,7 +190,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
 
-    from gpubench import runid, stores
+    from gpubench import stores
     from gpubench import weights as weight_store
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
@@ -214,9 +214,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     if price is None and not check_only:
         price = price_from_launcher()
     target = stores.parse_store(store)
-    run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
-    if not runid.is_run_id(run_id):
-        raise CliError(f"bad run id {run_id!r}")
+    run_id = run_id_for(run_id, workload)
     definition = load(spec)
     config = build_config(definition, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
     if check_only:
@@ -265,15 +263,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
                                  weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
             runner = Runner(request, run_dir, echo=view.print if view else None, verbose=verbose)
             outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
-    run_dir.close()
-    click.echo(f"results: {run_dir.path}", err=True)
-    code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
-    if target:
-        ok, message = stores.deliver(run_dir.path, target)
-        click.echo(message, err=True)
-        if not ok and code == EXIT_OK:
-            code = EXIT_UPLOAD_FAILED
-    sys.exit(code)
+    sys.exit(deliver(run_dir, target, outcome))
 
 
 def _refuse_full_size_without_gpu(spec) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -88,13 +89,25 @@ def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | 
     }
 
 
+# How a setup is measured in this process, not in a worker (`gpubench loadgen`: its load is the setup, its server
+# is elsewhere): measure(setup, repeat, progress) -> the setup's result, progress taking Progress's fields.
+InProcess = Callable[[str, int, Callable[..., None]], SetupResult]
+
+
 class Runner:
-    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None, verbose: bool = False):
+    """A run's lifecycle: config.json and run_started, each (setup group, repeat) measured and its result costed,
+    judged and recorded, derived metrics, run_finished and the summary. A workload's setups run in worker processes;
+    `measure` (with the `definition` of a workload the catalog does not list) runs each setup here instead."""
+
+    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None, verbose: bool = False,
+                 measure: InProcess | None = None, definition: WorkloadDefinition | None = None):
         self.request = request
         self.run_dir = run_dir
         self.verbose = verbose
         self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
+        self._measure = measure
+        self._definition = definition
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
@@ -107,7 +120,7 @@ class Runner:
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
-        workload = load(req.spec)
+        workload = self._definition or load(req.spec)
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
@@ -157,6 +170,14 @@ class Runner:
     def _run_group(self, setups: list[str], repeat: int, config: dict[str, Any]) -> None:
         """One worker for the group; each setup's result is recorded as soon as it arrives."""
         req = self.request
+        if self._measure is not None:
+            for setup in setups:
+                def progress(phase, done=None, total=None, message=None, setup=setup):
+                    self.run_dir.record(Progress(run_id=req.run_id, phase=phase, setup=setup, repeat=repeat,
+                                                 done=done, total=total, message=message))
+
+                self._finish(self._costed(self._measure(setup, repeat, progress)))
+            return
         job = {"workload": req.spec.name, "setups": setups, "repeat": repeat, "run_id": req.run_id,
                "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths,
                "price_usd_per_hour": req.price_usd_per_hour}
