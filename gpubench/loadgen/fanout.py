@@ -12,16 +12,12 @@ this has threads (the utilisation sampler), and a forked child would inherit the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import multiprocessing
 import time
 from multiprocessing.connection import wait
 
-from gpubench.loadgen.share import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share
+from gpubench.loadgen.share import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share, name_process
 
-PROCESS_NAME = b"gpubench-client"
-PR_SET_NAME = 15
 POLL_S = 0.5
 
 
@@ -92,8 +88,7 @@ def _expect(pipe, kind: str):
 
 
 def _client(load: Plan, share: int, shares: int, counter, done, pipe) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, PROCESS_NAME, 0, 0, 0)
+    name_process()
 
     async def start_at() -> float:
         pipe.send(("ready", None))

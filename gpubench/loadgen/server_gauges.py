@@ -3,10 +3,11 @@
 A closed loop of N users asks the server to hold N requests at every moment; whether it did is the server's to say.
 vLLM's /metrics has two gauges: `vllm:num_requests_running` (in the engine's batch) and `vllm:num_requests_waiting`
 (queued for it); SGLang and llama.cpp (with --metrics) have their own (`GAUGES`). A sampler process (spawned: the
-client's event loop and its GIL never pay for a read of /metrics) checks once that the gauges are there, reads them
-every INTERVAL_S from when the timed phase begins until it is stopped, and the samples inside the timed window are
-summarised beside the asked concurrency, with the series as read. A server without them is said once
-(`Gauges.note`). Every read costs the server a /metrics page, so the interval is half a second.
+client's event loop and its GIL never pay for a read of /metrics; named `gpubench-client`, as the client's are)
+checks once that the gauges are there, reads them every INTERVAL_S from when the timed phase begins until it is
+stopped, and the samples inside the timed window are summarised beside the asked concurrency, with the series as
+read. A server without them is said once (`Gauges.note`). Every read costs the server a /metrics page, so the
+interval is half a second.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
+from gpubench.loadgen.share import name_process
 from gpubench.servers import prometheus
 
 # who the server is (server_id.py) -> its gauges of requests running and of requests waiting
@@ -104,6 +106,7 @@ def read(url: str, names: tuple[str, str]) -> tuple[float, float] | str:
 
 
 def _sample(url: str, names: tuple[str, str], interval_s: float, pipe) -> None:
+    name_process()
     first = read(url, names)
     gauges = Gauges(note=f"the server's running and waiting requests are not known: {first}"
                     if isinstance(first, str) else None, names=names)

@@ -9,6 +9,8 @@ fanout.py runs a share in each of several processes, run.py runs one in the call
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import gc
 import itertools
 import resource
@@ -27,6 +29,8 @@ SPIN_S = 0.0015  # an open-loop request is awaited by sleeping until this long b
 # the server closed while it waited for the others (a local connect is well under a millisecond; some hundreds of them
 # at once, on cores the server is using, take tens of milliseconds).
 START_LEAD_S = 0.25
+PROCESS_NAME = b"gpubench-client"  # data/process_roles.csv: a utilisation sample tells the client from the server
+PR_SET_NAME = 15
 
 
 class LoadFailed(RuntimeError):
@@ -125,6 +129,12 @@ async def drive_share(load: Plan, share: int, shares: int, counter, done: Callab
         pool.close()
     records = [client.parse(r, load.count_way) for r in raw]
     return ShareResult(records, warmup, started, ended, cpu, peak_rss_bytes(), pool.opened - opened)
+
+
+def name_process() -> None:
+    """Name this process `gpubench-client` (its /proc comm): a client process, or the client's gauge sampler."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, PROCESS_NAME, 0, 0, 0)
 
 
 def peak_rss_bytes() -> int:
