@@ -89,3 +89,10 @@ def test_loadgen_takes_the_run_options_and_goes_through_the_run_lifecycle(tmp_pa
     folder = tmp_path / "gpubench-results" / "loadgen-20261203T000000Z-abcdef"
     assert (folder / "summary.md").read_text().startswith("# loadgen: loadgen-20261203T000000Z-abcdef")
     assert result.records()[0]["repeats"] == 2
+
+
+def test_two_ways_of_counting_tokens_at_once_are_refused(tmp_path):
+    result = gpubench("loadgen", "--base-url", "http://localhost:1", "--model", "m", "--token-ids", "--count-tokens",
+                      "usage", cwd=tmp_path)
+    assert result.code == 2 and "--token-ids is --count-tokens token-ids" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "gpubench-results").exists()

@@ -97,7 +97,8 @@ class LoadSpec:
             raise LoadSpecError(f"count_tokens {self.count_tokens!r}: use one of {', '.join(COUNT_TOKENS)}")
         if self.token_ids:
             if self.count_tokens not in ("auto", "token_ids"):
-                raise LoadSpecError(f"token_ids asks for count_tokens token_ids, not {self.count_tokens}")
+                raise LoadSpecError(f"--token-ids and count_tokens {self.count_tokens} disagree: --token-ids is"
+                                    " --count-tokens token-ids; give one")
             self.count_tokens = "token_ids"
         if self.processes is not None and self.processes < 1:
             raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
