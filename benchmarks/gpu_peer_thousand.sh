@@ -12,6 +12,9 @@
 #   CALL=5  1,024 users, 5,000 a client, vLLM's first (~500 s)
 #   CALL=6  1,024 users, 5,000 more a client, gpubench first (round 2; ~500 s)
 #   CALL=7  the open loop: 200 requests/s, 12,000 requests of 16 tokens out, each client (~330 s)
+#   CALL=8  (if time is left) 1,024 users, gpubench alone, 2,500 requests counting a chunk's tokens each way (chunks,
+#           return_token_ids, continuous usage): does asking vLLM's API server for the counts cost it throughput at
+#           its limit? (on the CPU vLLM the three cost its API server the same within noise; ~520 s)
 #
 # Calls 3+4 and 5+6 give each client 10,000 timed requests at 512 and at 1,024 users, in two rounds on two servers,
 # each round with both clients on one server in one call (the peer's figure is the check: same machine, same call).
@@ -23,7 +26,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 export SERVER_EXTRA="--max-num-seqs 1024 ${SERVER_EXTRA:-}"
-case "${CALL:?set CALL=1..7}" in
+case "${CALL:?set CALL=1..8}" in
   1) source "$HERE/gpu_vllm_env.sh"; source "$HERE/gpu_python_env.sh" || exit 1
      { echo "cores $(nproc); somaxconn $(cat /proc/sys/net/core/somaxconn); load $(cut -d' ' -f1-3 /proc/loadavg)"
        for processes in 1 2; do
@@ -38,7 +41,9 @@ case "${CALL:?set CALL=1..7}" in
   6) LEVELS="1024:5000"; CLIENTS="gpubench vllm"; ROUNDS=1; FIRST_ROUND=2; LIMIT_S=200 ;;
   7) LEVELS=""; CLIENTS="vllm gpubench"; ROUNDS=1; FIRST_ROUND=1; LIMIT_S=200
      export OPEN_RATE=200 OPEN_REQUESTS=12000 OPEN_OUTLEN=16 ;;
-  *) echo "CALL must be 1 to 7"; exit 2 ;;
+  8) LEVELS="1024:2500"; CLIENTS="gpubench+chunks gpubench+token-ids gpubench+usage"; ROUNDS=1; FIRST_ROUND=1
+     LIMIT_S=200 ;;
+  *) echo "CALL must be 1 to 8"; exit 2 ;;
 esac
 export LEVELS CLIENTS ROUNDS FIRST_ROUND LIMIT_S
 source "$HERE/gpu_vllm_env.sh" && bash "$HERE/serving_peer_check.sh"

@@ -18,7 +18,8 @@
 # 16 and 64 users: ~20 s a client), 2 rounds ~330 s: ~450-490 s in all. LIMIT_S (470) stops starting levels so the one
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
-# CLIENTS ("vllm gpubench", in that order; one of them alone when a level's two runs do not fit one call),
+# CLIENTS ("vllm gpubench", in that order; one of them alone when a level's two runs do not fit one call; gpubench+WAY
+# runs gpubench with --count-tokens WAY into its own file, e.g. "gpubench+chunks gpubench+token-ids gpubench+usage"),
 # WARMUP_X (warm-up requests per user, 2), OPEN_RATE / OPEN_REQUESTS / OPEN_OUTLEN (after the levels, an open loop at
 # OPEN_RATE requests/s of OPEN_REQUESTS requests of OPEN_OUTLEN tokens from each client; unset: none),
 # FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
@@ -108,11 +109,26 @@ if [ $ready = 1 ]; then
       if [ $((SECONDS - t0)) -gt "$LIMIT_S" ]; then
         echo "stopped at u$users round $round: past LIMIT_S=$LIMIT_S s" | tee -a "$D/summary.txt"; break 2
       fi
-      for client in $CLIENTS; do  # A B: vLLM's client first in every round
-        t=$SECONDS; seed=$((round * 1000 + users * 10 + $([ $client = vllm ] && echo 1 || echo 2)))
-        if [ $client = vllm ]; then vllm_bench "$users" "$requests" $seed "vllm-u$users-r$round"
-        else gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; fi
-        echo "$client u$users r$round (seed $seed): exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+      k=0
+      for client in $CLIENTS; do  # A B in the order given; a fresh seed for each (no prompt reaches the cache twice)
+        k=$((k + 1)); t=$SECONDS; seed=$((round * 1000 + users * 10 + k))
+        if [ $client = vllm ]; then vllm_bench "$users" "$requests" $seed "vllm-u$users-r$round"; code=$?
+        elif [ $client = gpubench ]; then
+          gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; code=$?
+        else  # gpubench+WAY: gpubench counting a chunk's tokens WAY's way (its own file; not in the peer table)
+          gpubench_loadgen "$users" "$requests" $seed "$client-u$users-r$round" --count-tokens "${client#gpubench+}"
+          code=$?
+          "$PY" - "$D/$client-u$users-r$round.jsonl" <<'PY' | tee -a "$D/summary.txt"
+import json, sys
+for r in map(json.loads, open(sys.argv[1])):
+    if r.get("kind") == "result":
+        m = {k: v["value"] for k, v in r["metrics"].items()}
+        print(f"  {sys.argv[1].rsplit('/', 1)[-1]}: {r['status']}, {m.get('output_tokens_per_s', 0):,.0f} tok/s, TTFT p50"
+              f" {m.get('ttft_ms_p50', 0):,.0f} ms, TPOT p50 {m.get('tpot_ms_p50', 0):.2f} ms, server running"
+              f" {m.get('server_running_mean', 0):.0f}, counted by {r['info'].get('token_counting', {}).get('way')}")
+PY
+        fi
+        echo "$client u$users r$round (seed $seed): exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
       done
     done
   done
