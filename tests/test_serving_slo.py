@@ -92,6 +92,11 @@ def test_targets_default_to_mlperf_server_and_parse_from_words():
     for bad in ("fast", "ttft=500", "ttft=0,tpot=30", "ttft=500,tpot=30,x=1"):
         with pytest.raises(slo.TargetError):
             slo.parse(bad)
+    # 400 nines are a float's infinity: "TTFT <= inf ms" would pass every load
+    with pytest.raises(slo.TargetError, match="positive, finite"):
+        slo.parse("ttft=" + "9" * 400 + ",tpot=100")
+    with pytest.raises(slo.TargetError, match="positive, finite"):
+        slo.parse("ttft=2000,tpot=" + "9" * 400)
 
 
 def test_each_server_mode_gets_its_own_highest_load():

@@ -10,6 +10,7 @@ of its requests do (MLPerf's rule). The highest load that meets it is the larges
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,8 +68,8 @@ def parse(text: str) -> Target:
         target = Target(float(found["ttft"]), float(found["tpot"]))
     except ValueError:
         raise TargetError(f"--slo {text!r}: the values must be numbers of ms") from None
-    if target.ttft_ms <= 0 or target.tpot_ms <= 0:
-        raise TargetError(f"--slo {text!r}: the targets must be positive numbers of ms")
+    if not (0 < target.ttft_ms < math.inf and 0 < target.tpot_ms < math.inf):  # 400 nines read as inf
+        raise TargetError(f"--slo {text!r}: the targets must be positive, finite numbers of ms")
     return target
 
 
