@@ -59,6 +59,8 @@ def preset(name: str) -> Target:
 
 def parse(text: str) -> Target:
     """A preset's name ("server", "interactive") or "ttft=MS,tpot=MS"."""
+    if not text.strip():  # `--slo "$SLO"` with SLO unset: refused, or no target would pass unnoticed
+        raise TargetError(f"--slo {text!r}: empty; use one of {', '.join(presets())} or ttft=MS,tpot=MS (p99s in ms)")
     if text in presets():
         return preset(text)
     found = dict(re.findall(r"(ttft|tpot)\s*=\s*([0-9.]+)", text))
