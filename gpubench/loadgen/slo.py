@@ -103,6 +103,15 @@ SWEEP_METRICS: dict[str, MetricDef] = {
                                               " highest load, at the run's hourly price"),
 }
 
+# The highest load under the target found by search (loadgen/search.py), on its result
+SEARCH_METRICS: dict[str, MetricDef] = {
+    "slo_max_rate": MetricDef("requests/s", "higher", "the highest arrival rate whose p99 TTFT and TPOT met the latency"
+                              " target, found by search (0: none did); the result's other figures are that load's"),
+    "slo_search_bracket_pct": MetricDef("%", "lower", "how far the lowest failing value lay above the answer: the"
+                                        " search's precision (within its tolerance when it converged)"),
+    "slo_search_probes": MetricDef("loads", None, "loads the search ran, the saturation one included"),
+}
+
 
 def request_meets(record: RequestRecord, target: Target) -> bool:
     """Both of the request's own latencies within the target (a one-token answer has no TPOT: TTFT alone)."""
