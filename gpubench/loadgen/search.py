@@ -132,7 +132,7 @@ class Found:
                 "lowest_failing": self.failing.value if self.failing is not None else None,
                 "how": "every request at once, then doubled or halved from its throughput until one value met the"
                        " target and one failed, then bisected (gpubench/loadgen/search.py)" + low,
-                "probes": [{"probe": k, **p.row(self.spec.variable)} for k, p in enumerate(self.probes)]}
+                "probes": [{"probe": k, **p.row(self.spec.variable)} for k, p in enumerate(self.probes, 1)]}
 
 
 def find(measure: Callable[[float | None], Probe], spec: SearchSpec, requests: int,
@@ -168,7 +168,7 @@ def find(measure: Callable[[float | None], Probe], spec: SearchSpec, requests: i
         return Found(spec, probes, None, saturated, "none met: a probe of one request has no fewer users to try")
     while True:
         if len(probes) >= spec.max_probes:
-            stopped = f"stopped after {spec.max_probes} probes (--search-max-probes), before the tolerance"
+            stopped = f"stopped after {spec.max_probes} probes, the most allowed, before the tolerance"
             break
         result = probe(value)
         if result.met:
