@@ -15,6 +15,12 @@ more completion tokens than it sent, --no-usage leaves usage out, --drop-reused 
 connection when a second request comes on it, unanswered (an idle-timeout race). --max-streams S streams at most S
 answers at once, a server's batch limit: a request past it waits, first come first served, until one ends, then its
 TTFT starts (its TTFT from arrival includes the wait, so latency grows with load in a way known by hand).
+Load-dependent timing, known by hand, the gap fixed for a request's life: --token-ms-per-running B adds B ms to the
+token gap for each answer streaming when it starts, itself included (a closed loop of U users: token_ms + B x U);
+--token-ms-per-rate-step B adds B ms for each whole --rate-step S requests/s of the rate the server saw arrive:
+the requests that arrived in the --recent-s W seconds up to this one, itself included, over W. That rate does not
+depend on the server's own latency, so an arrival rate gives one gap: steady arrivals at R/s count ceil(R x W), and
+the gap is token_ms + B x floor(ceil(R x W) / (W x S)).
 --replies FILE (a JSON list of [needle, reply]) streams `reply` word by word to a prompt containing `needle`.
 GET /stats: what the server actually did, timed on the same monotonic clock as its deadlines: median
 TTFT (request read -> first token written), gap between tokens and time per output token, in ms.
@@ -29,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -48,6 +55,7 @@ class Server:
         self.in_flight = self.max_in_flight = 0
         self.pending: collections.deque = collections.deque()
         self.waiting: collections.deque = collections.deque()  # requests past --max-streams, in arrival order
+        self.arrivals: collections.deque = collections.deque()  # when each load request arrived (the rate seen)
         self.ttft_ms: list[float] = []
         self.gaps_ms: list[float] = []
         self.tpot_ms: list[float] = []
@@ -73,6 +81,7 @@ class Server:
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
             return conn.send_json(404, {"error": {"message": f"no route {method} {path}"}})
         self.requests += 1
+        self.arrivals.append(arrived)
         if self.args.fail_every and self.requests % self.args.fail_every == 0:
             return conn.send_json(500, {"error": {"message": "injected failure", "code": 500}})
         request = (conn, path.endswith("/chat/completions"), json.loads(body), arrived)
@@ -123,6 +132,10 @@ class Server:
         conn.start_stream()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        gap_ms = args.token_ms + args.token_ms_per_running * self.in_flight
+        if args.token_ms_per_rate_step:
+            steps = math.floor(self.recent(arrived) / (args.recent_s * args.rate_step) + 1e-9)
+            gap_ms += args.token_ms_per_rate_step * steps
         if chat:  # the role-only opening chunk, at once: it is not a token
             conn.send_chunk(event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                                 "finish_reason": None}]}))
@@ -135,7 +148,7 @@ class Server:
             written.append(loop.time())
             conn.send_chunk(frames[k])
             if k < len(pieces) - 1:  # one timer at a time: tokens due at the same instant stay in order
-                loop.call_at(first + (k + 1) * args.token_ms / 1e3, write, k + 1)
+                loop.call_at(first + (k + 1) * gap_ms / 1e3, write, k + 1)
                 return
             conn.send_chunk(tail)
             conn.end_stream()
@@ -148,6 +161,12 @@ class Server:
             conn.send_chunk(tail)
             conn.end_stream()
             self.ended()
+
+    def recent(self, arrived: float) -> int:
+        """Load requests that arrived in the --recent-s seconds up to `arrived`, that one included."""
+        while self.arrivals and self.arrivals[0] < arrived - self.args.recent_s - 1.0:
+            self.arrivals.popleft()
+        return sum(arrived - self.args.recent_s < t <= arrived for t in self.arrivals)
 
     def record(self, arrived: float, written: list[float]) -> None:
         self.ttft_ms.append((written[0] - arrived) * 1e3)
@@ -233,6 +252,12 @@ def parse_args(argv=None):
     parser.add_argument("--drop-reused", action="store_true")
     parser.add_argument("--replies", default=None)
     parser.add_argument("--max-streams", type=int, default=0, help="answers streamed at once (0: no limit)")
+    parser.add_argument("--token-ms-per-running", type=float, default=0.0,
+                        help="ms added to the token gap per answer streaming when one starts, itself included")
+    parser.add_argument("--token-ms-per-rate-step", type=float, default=0.0,
+                        help="ms added to the token gap per whole --rate-step of the arrival rate seen")
+    parser.add_argument("--rate-step", type=float, default=10.0, help="requests/s")
+    parser.add_argument("--recent-s", type=float, default=2.0, help="the window the arrival rate is counted over")
     return parser.parse_args(argv)
 
 

@@ -112,6 +112,9 @@ def test_a_latency_target_keeps_only_the_load_levels_that_met_it(tmp_path):
     (["sdxl", "{store}", "--metric", "nope"], "--metric nope: not in the sdxl runs; valid: images_per_s"),
     (["sdxl", "{store}", "--slo", "fast"], "--slo 'fast': use one of server, interactive or ttft=MS,tpot=MS"),
     (["sdxl", "{store}", "--slo", "server"], "--slo: sdxl is not a serving study"),
+    (["vllm-serving", "{store}", "--slo", ""], "--slo '': empty; use one of server, interactive or ttft=MS,tpot=MS"),
+    (["vllm-serving", "{store}", "--slo", " "], "--slo ' ': empty"),
+    (["vllm-serving", "{store}", "--slo", "ttft=" + "9" * 400 + ",tpot=100"], "must be positive, finite numbers of ms"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     (tmp_path / "empty").mkdir()

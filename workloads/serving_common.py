@@ -56,7 +56,8 @@ SERVER_METRICS: dict[str, MetricDef] = {
                                " context) over"
                                " the mean TPOT; a lower bound of the traffic; inputs in info['bandwidth']"),
 }
-METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
+METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **slo.SEARCH_METRICS, **GSM8K_METRICS,
+                  **SERVER_METRICS}
 
 
 @dataclass
@@ -272,6 +273,37 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
         metrics.update(decode_bandwidth(run.records, metrics, session.facts, ctx.info))
     else:
         ctx.info["bandwidth"] = "not measured: Ollama's quantized GGUF weights and KV cache layout are not modelled"
+    return metrics
+
+
+def search_rate(session: Session, ctx: SetupContext, level: str, seed: int, target: slo.Target, tolerance: float,
+                max_probes: int, **spec_fields) -> dict[str, float]:
+    """The highest Poisson rate whose p99s meet the target (gpubench/loadgen/search.py), then that rate once more as
+    the setup's timed load (measure_load): the result's latencies, goodput, cost, energy, utilisation and verdict are
+    that load's, and info["search"] holds every probe. A probe's timed part is phase "probe", not "timed"."""
+    from gpubench.loadgen import search
+    from gpubench.loadgen.spec import LoadSpec
+
+    spec_fields.setdefault("token_ids", session.kind == "vllm")
+    requests = spec_fields["requests"]
+    base = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, users=requests,
+                    seed=level_seed(seed, level), **spec_fields)
+    wanted = search.SearchSpec("rate", target, tolerance, max_probes)
+    session.fresh_cache()  # each probe's prompts are its own (search.probe_seed): one emptying is enough
+    try:
+        found = search.run(base, wanted, progress=ctx.progress,
+                           say=lambda line: ctx.progress("probe", message=line.strip()))
+    except search.SearchFailed as exc:  # the probes measured before stay with the failed result
+        ctx.info["search"] = search.Found(wanted, exc.probes, None, None, f"failed: {exc}").info(requests)
+        raise
+    metrics: dict[str, float] = {}
+    if found.best is not None:
+        metrics = measure_load(session, ctx, level=f"{level}-at-{found.value:g}", seed=seed, target=target,
+                               rate=found.value, users=None, **spec_fields)
+    metrics.update(found.metrics())
+    ctx.info["search"] = {**found.info(requests), "result": "the found rate, measured once more as this result's"
+                          " timed load: its figures, energy and verdict are that load's (none when no rate met the"
+                          " target)"}
     return metrics
 
 

@@ -8,7 +8,6 @@ block describes this machine (the client's), not necessarily the server's.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -16,7 +15,9 @@ from pathlib import Path
 import click
 
 from gpubench.cli import common
-from gpubench.params import PRICE
+from gpubench.params import PRICE, Number
+
+PositiveFraction = Number("a fraction above 0, at most 1", 0, min_open=True, maximum=1)
 
 
 @click.command("loadgen")
@@ -25,7 +26,8 @@ from gpubench.params import PRICE
 @click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True,
               help="completions sends token-id prompts of exact length; chat sends text.")
 @click.option("--users", type=int, default=None, help="Concurrent users [default: 1]; with --rate, the in-flight cap.")
-@click.option("--requests", "request_count", type=int, default=16, show_default=True, help="Timed requests.")
+@click.option("--requests", "request_count", type=int, default=None,
+              help="Timed requests [default: 16; with --search, 1,000 a probe].")
 @click.option("--rate", type=float, default=None, metavar="PER_S",
               help="Open loop: requests arrive at this many per second (Poisson unless --burstiness).")
 @click.option("--burstiness", type=float, default=1.0, show_default=True,
@@ -64,14 +66,26 @@ from gpubench.params import PRICE
 @click.option("--run-id", default=None, hidden=True, help="[env GPUBENCH_RUN_ID] set by a launcher.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@click.option("--slo", "slo_text", default=None, metavar="TARGET",
+              help="Judge the load at a latency target: server (MLPerf 8B, p99 TTFT 2000 / TPOT 100 ms), interactive"
+                   " (500 / 30) or ttft=MS,tpot=MS: goodput and whether its p99s met it.")
+@click.option("--search", type=click.Choice(["rate", "users"]), default=None,
+              help="With --slo: find the highest Poisson rate (--users caps those in flight) or concurrency whose p99s"
+                   " meet the target, by bisection; every probe is reported.")
+@click.option("--search-tolerance", type=PositiveFraction, default=0.05, show_default=True,
+              help="Stop when the lowest failing value is within this share above the highest passing one.")
+@click.option("--search-max-probes", type=click.IntRange(2, 64), default=12, show_default=True,
+              help="Loads the search may run, the first (every request at once) included.")
 def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
             output_tokens, prefix_tokens, ignore_eos, token_ids, prompt_ids, prompts_file, tokenizer, vocab_size,
-            temperature, seed, max_error_rate, timeout, price, results_dir, store, run_id, as_json) -> None:
+            temperature, seed, max_error_rate, timeout, price, results_dir, store, run_id, as_json, slo_text, search,
+            search_tolerance, search_max_probes) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
     import contextlib
     import os
 
     from gpubench import runid, stores
+    from gpubench.cli import loadgen_search
     from gpubench.loadgen import study
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.run import live
@@ -82,9 +96,14 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
         if not prompts:
             raise common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+    searched, slo_target = _search(search, slo_text, search_tolerance, search_max_probes, users, rate)
+    if request_count is None:
+        request_count = loadgen_search.DEFAULT_REQUESTS if searched else 16
+    spec_users = users if users is not None or rate is not None else 1
+    if searched:  # the search's first load: every request at once, at most --users in flight
+        spec_users = users or request_count
     try:
-        spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
-                        users=users if users is not None or rate is not None else 1, requests=request_count,
+        spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint, users=spec_users, requests=request_count,
                         rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
                         input_tokens=input_tokens, output_tokens=output_tokens,
                         prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos, token_ids=token_ids,
@@ -108,14 +127,15 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
         target.check_writable(run_id)
     _check_reachable(spec)
 
-    setup = spec.setup_name
+    setup = searched.setup_name(users) if searched else spec.setup_name
     workload = study.spec((setup,), study=f"loadgen {spec.url}")
     request = RunRequest(spec=workload, setups=[setup], repeats=1, smoke=False, run_id=run_id, config=spec,
                          price_usd_per_hour=price)
+    config = loadgen_search.config(spec, slo_target, searched, users)
     view = None if live.wants_records(as_json) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
-        result = _run(spec, setup, run_id, run_dir, workload, request, price, target)
+        result = _run(spec, setup, run_id, run_dir, workload, request, price, target, slo_target, config, searched)
     run_dir.close()
     click.echo(f"results: {run_dir.path}", err=True)
     code = common.EXIT_OK if result.status == "ok" else common.EXIT_SETUP_FAILED
@@ -125,6 +145,27 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
         if not ok and code == common.EXIT_OK:
             code = common.EXIT_UPLOAD_FAILED
     sys.exit(code)
+
+
+def _search(search, slo_text, tolerance, max_probes, users, rate):
+    """(the search's settings or None, the latency target or None) from the options, or one line of bad input."""
+    from gpubench.loadgen import slo
+    from gpubench.loadgen.search import SearchSpec
+
+    try:
+        target = slo.parse(slo_text) if slo_text is not None else None
+    except slo.TargetError as exc:
+        raise common.CliError(str(exc)) from None
+    if search is None:
+        return None, target
+    if target is None:
+        raise common.CliError(f"--search {search}: give the latency target it searches under (--slo server,"
+                              " interactive or ttft=MS,tpot=MS)")
+    if rate is not None:
+        raise common.CliError(f"--search {search} sets the load itself: leave --rate out")
+    if search == "users" and users is not None:
+        raise common.CliError("--search users finds the users itself: leave --users out")
+    return SearchSpec(search, target, tolerance, max_probes), target
 
 
 def _check_reachable(spec) -> None:
@@ -147,19 +188,25 @@ def _check_reachable(spec) -> None:
                                   f" ({reason}); nothing was run") from None
 
 
-def _run(spec, setup, run_id, run_dir, workload, request, price, target):
+def _run(spec, setup, run_id, run_dir, workload, request, price, target, slo_target, config, searched):
     """The records of one loadgen run, into run_dir (and its echo); returns the setup's result."""
     from gpubench.run import environment
     from gpubench.run.runner import describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
     env = environment.collect((), price)
-    run_dir.write_config(run_config(request, env, common.safe_argv(), target.url if target else None))
+    run_dir.write_config({**run_config(request, env, common.safe_argv(), target.url if target else None),
+                          "config": config})
     run_dir.record(RunStarted(run_id=run_id, workload=workload.name, study=workload.study, setups=[setup], repeats=1,
-                              smoke=False, config=dataclasses.asdict(spec), environment=env))
+                              smoke=False, config=config, environment=env))
     started = time.perf_counter()
     click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
-    result = _measure(spec, setup, run_id, run_dir, workload, price)
+    if searched:
+        from gpubench.cli import loadgen_search
+
+        result = loadgen_search.measure(spec, searched, config["users"], setup, run_id, run_dir, workload, price)
+    else:
+        result = _measure(spec, setup, run_id, run_dir, workload, price, slo_target)
     run_dir.record(result)
     click.echo(describe(result), err=True)
     if result.info.get("errors_by_kind"):
@@ -170,9 +217,11 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     return result
 
 
-def _measure(spec, setup, run_id, run_dir, workload, price):
-    """One result record: ok with the load's metrics, or error with the reason (and what was measured)."""
+def _measure(spec, setup, run_id, run_dir, workload, price, slo_target=None):
+    """One result record: ok with the load's metrics (and, with a latency target, its goodput and verdict), or error
+    with the reason (and what was measured)."""
     from gpubench import pricing
+    from gpubench.loadgen import slo
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
@@ -190,9 +239,12 @@ def _measure(spec, setup, run_id, run_dir, workload, price):
     except (LoadFailed, LoadSpecError, OSError, ValueError) as exc:
         status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
     else:
-        values, not_finite = split_finite(run.metrics())
+        values = run.metrics()
+        if slo_target is not None:
+            values.update(slo.level_metrics(run.records, run.duration_s, values, slo_target))
+        values, not_finite = split_finite(values)
         metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
-                   for name, d in LOAD_METRICS.items() if name in values}
+                   for name, d in {**LOAD_METRICS, **slo.SLO_METRICS}.items() if name in values}
         info = {**run.info(), **({NOT_FINITE: not_finite} if not_finite else {})}
         try:
             run.check()

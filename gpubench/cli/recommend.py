@@ -16,7 +16,7 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
 
     try:  # everything that can be checked before reading a run
         spec = recommend.study(study)
-        target = slo.parse(target_text) if target_text else None
+        target = slo.parse(target_text) if target_text is not None else None  # '' is refused, not no target
     except (recommend.RecommendError, slo.TargetError) as exc:
         raise CliError(str(exc)) from None
     if any(not source.strip() for source in sources):
