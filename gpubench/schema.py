@@ -371,6 +371,28 @@ def parse_record(line: str) -> RunStarted | Progress | SetupResult | Derived | R
         return None
 
 
+def unreadable(line: str) -> str:
+    """Why a line that looked like a record (a JSON object) is none: "cut short or not JSON", or the first field
+    that fails the schema with what is wrong with it ("metrics.tokens_per_s.value: NaN, not a finite number")."""
+    line = line.strip()
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg} at column {exc.colno}): cut short or edited"
+    if not isinstance(data, dict) or "kind" not in data or "schema_version" not in data:
+        return "a JSON line that is no record (no kind or schema_version)"
+    _without_null_metrics(data)
+    try:
+        _RECORD.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"][1:]) or "the record"  # [0] is the kind's tag
+        value = error.get("input")
+        said = f" = {value!r}" if isinstance(value, float | int | str) and len(repr(value)) <= 40 else ""
+        return f"{where}{said}: {error['msg'][0].lower()}{error['msg'][1:]}"
+    return "a record (read)"
+
+
 def json_schema() -> dict[str, Any]:
     schema = _RECORD.json_schema()
     schema["title"] = f"gpubench record v{SCHEMA_VERSION}"

@@ -26,6 +26,7 @@ from gpubench.cli.common import (
     default_results_dir,
     price_from_launcher,
     safe_argv,
+    say_skipped,
 )
 from gpubench.cli.loadgen import loadgen
 from gpubench.params import NOISE, folder_name
@@ -382,7 +383,7 @@ def report(paths, html_file) -> None:
         check_output_file(html_file, "--html")
     try:
         runs = stored_runs.discover(list(paths), on_progress=progress)
-        _say_damaged(runs)
+        say_skipped(runs)
         built = reports.build(runs)
     except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
@@ -404,13 +405,6 @@ def report(paths, html_file) -> None:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 
-def _say_damaged(runs) -> None:
-    """A line of a stored run that is no record (cut short, edited) is skipped, and said with its file and line."""
-    for run in runs:
-        for where in run.damaged:
-            click.echo(f"gpubench: {where}: not a readable record, skipped", err=True)
-
-
 @cli.command()
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), callback=folder_name, required=True,
@@ -426,6 +420,7 @@ def site(sources, out) -> None:
         built = sites.build(list(sources), out)
     except (stored_runs.StoredRunError, sites.SiteError) as exc:
         raise CliError(str(exc)) from None
+    say_skipped(built.runs)
     click.echo(f"gpubench: site in {out}: read {len(built.read)} runs, wrote {len(built.rendered)} pages"
                f" and {len(built.plots)} plots; open {out / 'index.html'}", err=True)
 
@@ -462,7 +457,7 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
 
     try:
         a, b = stored_runs.load(run_a), stored_runs.load(run_b)
-        _say_damaged([a, b])
+        say_skipped([a, b])
         rows = compare_runs(a, b, floor=noise)
     except (stored_runs.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None

@@ -113,19 +113,23 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     groups: dict[tuple[str, str], list[StoredRun]] = {}
     for run in mine:
         groups.setdefault((run.gpu, variant[id(run)]), []).append(run)
-    choices, missed = [], []
+    choices, missed, unmeasured = [], [], []
     for (gpu, config), group in sorted(groups.items()):
         label = f"{gpu} ({config})" if config else gpu
         choice = _best_setup(spec, label, group, metric, better, target, current_prices)
         if choice is not None:
             choices.append(choice)
-        elif target is not None:
+        elif target is not None and _best_setup(spec, label, group, metric, better, None, current_prices):
             missed.append(label)
+        else:
+            unmeasured.append(label)
     prices = prices_said or "prices as stored with the runs"
     answer = Answer(spec, metric, basis.unit if basis else "", choices, prices, target, smoke, better)
     _rank(answer)
     if missed:
         answer.notes.append(f"no load level met the latency target on: {', '.join(missed)}")
+    if unmeasured:  # every result failed, or was skipped as unreadable: named, never silently left out
+        answer.notes.append(f"not ranked, no ok result with {metric}: {', '.join(unmeasured)}")
     if smoke:
         answer.notes.append(f"only --smoke runs of {spec.name}: they test the code path at a tiny size;"
                             " not a benchmark")

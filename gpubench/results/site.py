@@ -61,6 +61,7 @@ class Built:
     read: list[str] = field(default_factory=list)  # the source keys whose records were read
     rendered: list[str] = field(default_factory=list)  # the pages written
     plots: list[str] = field(default_factory=list)  # the plots drawn
+    runs: list[stored_runs.StoredRun] = field(default_factory=list)  # the runs read (stored_runs.skipped_lines)
 
 
 def build(sources: list[str], out: Path) -> Built:
@@ -81,6 +82,7 @@ def build(sources: list[str], out: Path) -> Built:
         folder = listing[key].fetch()
         run = stored_runs.load(folder)
         built.read.append(key)
+        built.runs.append(run)
         try:
             studies.spec_of(run.workload)
         except UnknownName as exc:
