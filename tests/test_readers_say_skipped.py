@@ -89,3 +89,26 @@ def test_a_cut_line_says_it_is_cut_and_many_are_counted_past_ten(tmp_path):
     assert said_lines[1].startswith(f"  {records}:2: not JSON (") and "cut short or edited" in said_lines[1]
     assert said_lines[-1] == f"  ... and 4 more lines of {root / 'h100'}"
     assert len(said_lines) == 1 + stored_runs.SKIPPED_SHOWN + 1
+
+
+def test_recommend_with_every_result_unreadable_says_so_not_a_metric_nobody_gave(tmp_path):
+    root = tmp_path / "store"
+    records = write_run(root / "tc", "train-compile", H200, 3.5, DAY0,
+                        {"eager-sdpa": [{"tokens_per_s": 9e4}, {"tokens_per_s": 9.1e4}]}, progress=1) / "results.jsonl"
+    records.write_text(records.read_text().replace('"value":90000.0,', '"value":NaN,')
+                       .replace('"value":91000.0,', '"value":NaN,'))
+    result = CliRunner().invoke(cli, ["recommend", "train-compile", str(root)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        ": no result of the 1 train-compile run has a metric to rank on: each failed, or its line was"
+        " unreadable (named above)")
+    assert "gpubench: skipped 2 unreadable lines in 1 stored run" in result.stderr and result.stdout == ""
+
+
+def test_a_cost_basis_missing_from_the_runs_is_not_called_a_metric_given(tmp_path):
+    root = tmp_path / "store"
+    write_run(root / "tc", "train-compile", H200, 3.5, DAY0, {"eager-sdpa": [{"step_ms": 90.0}]}, progress=1)
+    result = CliRunner().invoke(cli, ["recommend", "train-compile", str(root)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        ": tokens_per_s (train-compile's cost basis; give --metric): not in the train-compile runs; valid: step_ms")

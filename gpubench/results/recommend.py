@@ -99,12 +99,17 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     smoke = not full
     mine = full or mine
     basis = spec.cost
+    given = metric
     metric = metric or (basis.metric if basis else None)
     if metric is None:
         raise RecommendError(f"{spec.name} has no cost basis: give --metric")
     reported = sorted({name for run in mine for r in run.results for name in r.metrics})
+    if not reported:
+        raise RecommendError(f"no result of the {len(mine)} {spec.name} run{'s' * (len(mine) != 1)} has a metric to"
+                             " rank on: each failed, or its line was unreadable (named above)")
     if metric not in reported:
-        raise RecommendError(f"--metric {metric}: not in the {spec.name} runs; valid: {', '.join(reported)}")
+        said = f"--metric {metric}" if given else f"{metric} ({spec.name}'s cost basis; give --metric)"
+        raise RecommendError(f"{said}: not in the {spec.name} runs; valid: {', '.join(reported)}")
     if target is not None and "ttft_ms_p99" not in reported:
         raise RecommendError(f"--slo: {spec.name} is not a serving study (no ttft_ms_p99 in its runs)")
     better = next((r.metrics[metric].better for run in mine for r in run.results if metric in r.metrics
