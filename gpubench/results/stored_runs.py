@@ -134,7 +134,8 @@ def load(path: str | Path) -> StoredRun:
     path = Path(path)
     records_file = path / RECORDS_FILE if path.is_dir() else path
     try:
-        lines = records_file.read_text(encoding="utf-8").splitlines()
+        # utf-8-sig: a byte-order mark (an editor's, Windows tools') before the first record is no damage
+        lines = records_file.read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise StoredRunError(f"{path}: not a gpubench run ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
