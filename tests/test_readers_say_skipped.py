@@ -51,7 +51,7 @@ def test_each_reader_names_the_skipped_lines_and_how_many(tmp_path, command):
     assert result.exit_code == 0, result.output
     first, second = damaged_lines(records)
     assert said(result.stderr, records) == [
-        "gpubench: skipped 2 unreadable lines in 1 stored run (no gpubench record; the rest of each run is read):",
+        "gpubench: skipped 2 lines of 1 stored run (the rest of each run is read):",
         f"gpubench:   {records}:{first}: metrics.images_per_s.value = nan: input should be a finite number",
         f"gpubench:   {records}:{second}: metrics.images_per_s.value = nan: input should be a finite number",
     ]
@@ -68,7 +68,7 @@ def test_recommend_names_a_gpu_whose_results_were_all_skipped(tmp_path):
 def test_compare_says_the_skipped_lines_the_same_way(tmp_path):
     root, records = store(tmp_path / "store")
     result = CliRunner().invoke(cli, ["compare", str(root / "h200-0"), str(root / "h100")])
-    assert said(result.stderr, records)[0].startswith("gpubench: skipped 2 unreadable lines in 1 stored run")
+    assert said(result.stderr, records)[0].startswith("gpubench: skipped 2 lines of 1 stored run")
 
 
 def test_a_run_with_nothing_skipped_says_nothing(tmp_path):
@@ -85,7 +85,7 @@ def test_a_cut_line_says_it_is_cut_and_many_are_counted_past_ten(tmp_path):
     records.write_text("\n".join([lines[0], *[lines[1][:30]] * 12, *lines[1:]]) + "\n")
     run = stored_runs.load(root / "h100")
     said_lines = stored_runs.skipped_lines([run])
-    assert said_lines[0].startswith("skipped 14 unreadable lines in 1 stored run")
+    assert said_lines[0].startswith("skipped 14 lines of 1 stored run")
     assert said_lines[1].startswith(f"  {records}:2: not JSON (") and "cut short or edited" in said_lines[1]
     assert said_lines[-1] == f"  ... and 4 more lines of {root / 'h100'}"
     assert len(said_lines) == 1 + stored_runs.SKIPPED_SHOWN + 1
@@ -102,7 +102,7 @@ def test_recommend_with_every_result_unreadable_says_so_not_a_metric_nobody_gave
     assert result.stderr.splitlines()[-1].endswith(
         ": no result of the 1 train-compile run has a metric to rank on: each failed, or its line was"
         " unreadable (named above)")
-    assert "gpubench: skipped 2 unreadable lines in 1 stored run" in result.stderr and result.stdout == ""
+    assert "gpubench: skipped 2 lines of 1 stored run" in result.stderr and result.stdout == ""
 
 
 def test_a_cost_basis_missing_from_the_runs_is_not_called_a_metric_given(tmp_path):

@@ -147,7 +147,7 @@ def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> S
     """A run from its record lines, `path` being where it is said to live. Other lines are skipped: in a records
     file every line is a record, so one that is not is damaged and kept in `skipped` with why; elsewhere (a job's
     captured output) only a line that looks like one (a JSON object) is."""
-    started, finished, results, skipped = None, None, {}, []
+    started, finished, results, skipped, at = None, None, {}, [], {}
     only_records = Path(records_file).name == RECORDS_FILE
     for number, line in enumerate(lines, 1):
         try:
@@ -160,7 +160,11 @@ def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> S
         if isinstance(record, RunStarted):
             started = record
         elif isinstance(record, SetupResult):
-            results[(record.setup, record.repeat)] = record
+            key = (record.setup, record.repeat)
+            if key in results:  # written twice (a resumed copy, an edit): the later one is read, and that is said
+                why = f"{record.setup} repeat {record.repeat} is recorded again on line {number}, which is read"
+                skipped.append(Skipped(f"{records_file}:{at[key]}", why))
+            results[key], at[key] = record, number
         elif isinstance(record, Derived):
             row = results.get((record.setup, record.repeat))
             if row is not None:
@@ -179,8 +183,8 @@ def skipped_lines(runs: list[StoredRun]) -> list[str]:
     if not damaged:
         return []
     total = sum(len(run.skipped) for run in damaged)
-    out = [f"skipped {total} unreadable line{'s' * (total != 1)} in {len(damaged)} stored"
-           f" run{'s' * (len(damaged) != 1)} (no gpubench record; the rest of each run is read):"]
+    out = [f"skipped {total} line{'s' * (total != 1)} of {len(damaged)} stored run{'s' * (len(damaged) != 1)}"
+           " (the rest of each run is read):"]
     for run in damaged:
         out += [f"  {s.where}: {s.why}" for s in run.skipped[:SKIPPED_SHOWN]]
         if len(run.skipped) > SKIPPED_SHOWN:
