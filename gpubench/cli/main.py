@@ -174,8 +174,8 @@ def images(as_json: bool) -> None:
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
               help="With --docker: the weights cache volume.")
 @click.option("--gpus", default=None, metavar="all|none|N|IDS",
-              help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
-                   " like 0,2.")
+              help="With --docker: the GPUs the container gets, as docker run --gpus reads them: all (default), none"
+                   " (the CPU), a count, device ids (0,2 or device=GPU-<uuid>), with capabilities=compute,utility.")
 @run_args.option("on_cpu")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
