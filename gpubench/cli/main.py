@@ -237,16 +237,19 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
     else:
-        from gpubench.run.docker_run import DockerUnavailable, connect, parse_gpus
+        from gpubench.run.docker_run import parse_gpus
 
         try:
             gpus = parse_gpus(gpus or "all")
-            connect().close()
-        except (DockerUnavailable, ValueError) as exc:
+        except ValueError as exc:
             raise CliError(str(exc)) from None
     if target:
         target.check_writable(run_id)
+    if docker:  # the engine and the image (pulled now if missing), before any folder is made
+        image = _docker_image(spec, image)
 
+    root = Path(results_dir).absolute()  # the folders made for this run go again if its container never starts
+    new_root = next((folder for folder in reversed([root, *root.parents]) if not folder.exists()), None)
     view = None if live.wants_records(as_json) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
@@ -259,7 +262,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
         if docker:
             args = RunArgs(workload=workload, setups=tuple(setups), smoke=smoke, repeats=repeats,
                            overrides=tuple(overrides), weights=weights, price=price, run_id=run_id, on_cpu=on_cpu)
-            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus)
+            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus, new_root)
         else:
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
@@ -286,13 +289,29 @@ def _refuse_full_size_without_gpu(spec) -> None:
                        " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
 
 
-def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
-    """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
+def _docker_image(spec, image: str | None) -> str:
+    """The image to run (--image, else the catalog's), there on the engine: pulled when missing. No engine, or a
+    failed pull, is one line before anything is written."""
     from gpubench.images import image_ref
+    from gpubench.run.docker_run import DockerUnavailable, connect, ensure_image
+
+    image = image or image_ref(spec)
+    try:
+        client = connect()
+        try:
+            ensure_image(client, image, lambda line: click.echo(line, err=True))
+        finally:
+            client.close()
+    except DockerUnavailable as exc:
+        raise CliError(str(exc)) from None
+    return image
+
+
+def _run_docker(spec, run_dir, image, cache_volume, args, gpus, new_root: Path | None) -> str:
+    """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
     from gpubench.run.docker_run import DockerUnavailable, run_in_docker
     from gpubench.run.ingest import RecordStream
 
-    image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
                           "gpus": gpus or "none", "command": ["gpubench", *args.to_argv()]})
     stream = RecordStream(run_dir)
@@ -305,7 +324,7 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     except DockerUnavailable as exc:  # the engine went away, or the image cannot be pulled
         run_dir.close()
         if not stream.lines:
-            _remove_unstarted_run_dir(run_dir.path)
+            _remove_unstarted_run_dir(run_dir.path, new_root)
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         return "interrupted"
@@ -315,11 +334,16 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     return stream.outcome
 
 
-def _remove_unstarted_run_dir(path: Path) -> None:
-    """The container never printed a line: leave no half-written run folder behind."""
+def _remove_unstarted_run_dir(path: Path, new_root: Path | None) -> None:
+    """The container never printed a line: leave no half-written run folder behind, nor the results folder (up to
+    `new_root`, the highest folder this run made) when it is empty."""
     for child in path.iterdir():
         child.unlink()
     path.rmdir()
+    folder = path.absolute().parent
+    while new_root is not None and folder.is_relative_to(new_root) and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _show_and_log(run_dir, line: str) -> None:
