@@ -249,15 +249,20 @@ def table(answer: Answer) -> tuple[list[str], list[list[str]]]:
 
 
 def headline(answer: Answer) -> str:
-    """One line: cheapest per unit; fastest; least energy."""
-    def name(c: Choice | None, what: str) -> str:
-        return f"{what}: {c.gpu} ({c.setup})" if c else f"{what}: -"
+    """One line, each GPU named with the figure it is named for: cheapest per unit; fastest; least energy."""
+    def name(c: Choice | None, what: str, figure: str = "") -> str:
+        return f"{what}: {c.gpu} ({c.setup})" + (f" at {figure}" if figure else "") if c else f"{what}: -"
+
+    def rate(c: Choice | None) -> str:
+        return f"{fmt(c.headline.median)} {c.headline.unit}".rstrip() if c else ""
 
     cheapest = answer.cheapest()
     tied = [c.gpu for c in answer.ranked if cheapest and c.rank == cheapest.rank and c is not cheapest]
     costed = cheapest is None or cheapest.cost is not None
-    first = name(cheapest, "cheapest per unit" if answer.on_cost and costed else
-                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"))
+    on_cost = answer.on_cost and costed
+    first = name(cheapest, "cheapest per unit" if on_cost else
+                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"),
+                 f"${fmt(cheapest.cost)} per {answer.unit}" if on_cost and cheapest else rate(cheapest))
     if tied:
         first += f", within noise of {', '.join(tied)}"
     if cheapest is None and answer.choices:
@@ -266,7 +271,19 @@ def headline(answer: Answer) -> str:
         why = (f"{every} one repeat: no spread to rank by" if few == len(answer.choices)
                else f"{few} of {len(answer.choices)} GPU series have one repeat, the rest no price")
         first = f"{first.split(':')[0]}: none ranked ({why})"
-    return "; ".join([first, name(answer.fastest(), "fastest"), name(answer.least_energy(), "least energy")])
+    least = answer.least_energy()
+    energy = f"{fmt(least.energy.median)} {least.energy_unit}" if least else ""
+    return "; ".join([first, name(answer.fastest(), "fastest", rate(answer.fastest())),
+                      name(least, "least energy", energy)])
+
+
+def decide(spec: WorkloadSpec, runs: list[StoredRun]) -> str:
+    """The one line for a study's stored runs at their stored prices (site and report show it); "" where there is
+    nothing to rank (no cost basis and no --metric, no runs of it)."""
+    try:
+        return headline(recommend(spec, runs))
+    except RecommendError:
+        return ""
 
 
 def markdown(answer: Answer) -> str:

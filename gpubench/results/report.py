@@ -63,6 +63,7 @@ class WorkloadReport:
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
     targets: list[slo.Target] = field(default_factory=list)  # the latency targets its serving runs were judged at
+    decision: str = ""  # which GPU, with its figures: recommend's line at the stored prices (build fills it)
 
     def published(self, row: Row, metric: str) -> reference.Published | None:
         return reference.published_for(self.spec.name, row.gpu, row.setup, metric)
@@ -80,7 +81,17 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
         except UnknownName as exc:
             raise ValueError(f"{run.path}: {exc}") from None
         by_workload.setdefault(run.workload, []).append(run)
-    return [workload_report(studies.spec_of(name, group), group) for name, group in by_workload.items()]
+    from gpubench.results import recommend  # it ranks with this module's config labels
+
+    reports = []
+    for name, group in by_workload.items():
+        spec = studies.spec_of(name, group)
+        reports.append(workload_report(spec, group))
+        reports[-1].decision = recommend.decide(spec, group)
+    return reports
+
+
+DECISION = "Which GPU (gpubench recommend, stored prices)"
 
 
 def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
@@ -359,4 +370,6 @@ def markdown(reports: list[WorkloadReport]) -> str:
         standing = standing_lines(report)
         if standing:
             out += [*standing, ""]
+        if report.decision:
+            out += [f"{DECISION}: {report.decision}", ""]
     return "\n".join(out)

@@ -327,7 +327,9 @@ class StudyPage:
         if any(row.smoke for row in table.rows):
             parts.append(f"<p class='smoke'>{html.escape(report.SMOKE_NOTE)}</p>")
         parts += [f"<p>{html.escape(line)}</p>" for line in report.standing_lines(table)]
-        decision = decide(spec, self.runs)
+        from gpubench.results import recommend
+
+        decision = recommend.decide(spec, self.runs)
         if decision:
             parts.append(f"<p class='decide'>Which GPU (gpubench recommend, stored prices): {html.escape(decision)}"
                          "</p>")
@@ -393,16 +395,6 @@ class StudyPage:
                    "widest": f"{widest.setup} {widest.metric} {fmt(widest.a)} -> {fmt(widest.b)} {widest.unit}"
                              if widest else ""}
         return "\n".join(parts), plots, summary
-
-
-def decide(spec, runs: list[stored_runs.StoredRun]) -> str:
-    """recommend's one line for the study (cheapest per unit; fastest; least energy), at the stored prices."""
-    from gpubench.results import recommend
-
-    try:
-        return recommend.headline(recommend.recommend(spec, runs))
-    except recommend.RecommendError:  # no cost basis, or no runs of a kind it can rank
-        return ""
 
 
 def nothing_changed(series: list[Series]) -> str:
