@@ -1,6 +1,6 @@
 """What a person reads names each GPU with the figure it is named for: the site's index and the report (markdown and
 HTML) say which GPU is cheapest per unit at what price, which is fastest at what rate, which uses the least energy at
-how many joules."""
+how many joules; a store of smoke runs says so on that line too."""
 
 import sys
 from datetime import UTC, datetime, timedelta
@@ -42,3 +42,10 @@ def test_the_site_index_names_each_gpu_with_its_figure(tmp_path):
     index = (out / "index.html").read_text()
     assert LINE in index and LINE in (out / "sdxl.html").read_text()
 
+def test_a_smoke_store_says_smoke_on_its_which_gpu_line(tmp_path):
+    out = tmp_path / "site"
+    site.build([str(store(tmp_path / "store", smoke=True))], out)
+    row = (out / "index.html").read_text().split("<a href='sdxl.html'>")[1].split("</tr>")[0]
+    assert f"--smoke runs only, not a benchmark: {LINE}" in row
+    result = CliRunner().invoke(cli, ["recommend", "sdxl", str(tmp_path / "store")])
+    assert f"- --smoke runs only, not a benchmark: {LINE}" in result.stdout.splitlines()

@@ -273,8 +273,9 @@ def headline(answer: Answer) -> str:
         first = f"{first.split(':')[0]}: none ranked ({why})"
     least = answer.least_energy()
     energy = f"{fmt(least.energy.median)} {least.energy_unit}" if least else ""
-    return "; ".join([first, name(answer.fastest(), "fastest", rate(answer.fastest())),
+    line = "; ".join([first, name(answer.fastest(), "fastest", rate(answer.fastest())),
                       name(least, "least energy", energy)])
+    return f"--smoke runs only, not a benchmark: {line}" if answer.smoke else line
 
 
 def decide(spec: WorkloadSpec, runs: list[StoredRun]) -> str:
