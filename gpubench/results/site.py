@@ -364,10 +364,16 @@ class StudyPage:
                         c.verdict]
                        for s in series for r, found in s.changes for c in found]
         change_rows.sort(key=lambda cells: cells[0], reverse=True)
-        if change_rows:
-            parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
-                                 f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8))
-        else:
+        header = ["when", "series", "run", "setup", "metric", "before", "after", "after/before",
+                  f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"]
+        judged = [cells for cells in change_rows if cells[8] != compare.NO_SPREAD]
+        unjudged = [cells for cells in change_rows if cells[8] == compare.NO_SPREAD]
+        if judged:
+            parts.append(_table(header, judged, flag=8))
+        if unjudged:  # folded: a wall of them would hide the changes that are beyond noise
+            parts.append(f"<details><summary>{html.escape(single_runs_line(len(unjudged)))}</summary>"
+                         f"{_table(header, unjudged, flag=8)}</details>")
+        if not change_rows:
             parts.append(f"<p>{html.escape(nothing_changed(series))}</p>")
         parts.append("<h2>Runs</h2>")
         run_rows = []
@@ -395,6 +401,12 @@ class StudyPage:
                    "widest": f"{widest.setup} {widest.metric} {fmt(widest.a)} -> {fmt(widest.b)} {widest.unit}"
                              if widest else ""}
         return "\n".join(parts), plots, summary
+
+
+def single_runs_line(count: int) -> str:
+    """The one line the changes with no verdict fold into (they open below it)."""
+    return (f"{count} change{'s' * (count != 1)} between single runs: {compare.NO_SPREAD.split(' (')[0]} (one repeat"
+            " on a side, no spread to judge by; open to list them)")
 
 
 def nothing_changed(series: list[Series]) -> str:
