@@ -2,6 +2,7 @@
 HTML) say which GPU is cheapest per unit at what price, which is fastest at what rate, which uses the least energy at
 how many joules; a store of smoke runs says so on that line too."""
 
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,6 +42,8 @@ def test_the_site_index_names_each_gpu_with_its_figure(tmp_path):
     site.build([str(store(tmp_path / "store"))], out)
     index = (out / "index.html").read_text()
     assert LINE in index and LINE in (out / "sdxl.html").read_text()
+    header = re.findall(r"<th>(.*?)</th>", index)
+    assert header[:3] == ["study", "title", "which GPU: cheapest per unit; fastest; least energy (stored prices)"]
 
 def test_a_smoke_store_says_smoke_on_its_which_gpu_line(tmp_path):
     out = tmp_path / "site"

@@ -36,7 +36,8 @@ from gpubench.results.summary import fmt
 from gpubench.schema import to_line
 from gpubench.stores import RECORDS_FILE
 
-SITE_VERSION = "2"  # a site built by another version is rebuilt whole (2: the index says what was compared)
+SITE_VERSION = "3"  # a site built by another version is rebuilt whole (3: figures beside the GPUs, series labels
+# without default fields, single-run changes folded)
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.json"
 FLAGGED = ("worse", "better", compare.NO_SPREAD)
@@ -528,11 +529,11 @@ def _index(studies: dict[str, dict]) -> str:
     rows = []
     for name, s in sorted(studies.items()):
         said, state = latest_change(s)
-        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
-                     ", ".join(s["gpus"]), s["latest"],
-                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else ""),
-                     s["decide"] or "-"])
-    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before",
-                         "which GPU: cheapest per unit; fastest; least energy (stored prices)"], rows, raw=(0, 5)))
+        # the decision beside the study's name, where it is read first; the bookkeeping after it
+        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], s["decide"] or "-",
+                     str(s["runs"]), ", ".join(s["gpus"]), s["latest"],
+                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else "")])
+    parts.append(_table(["study", "title", "which GPU: cheapest per unit; fastest; least energy (stored prices)",
+                         "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"], rows, raw=(0, 6)))
     parts.append("</body></html>")
     return "\n".join(parts)
