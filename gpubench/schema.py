@@ -39,10 +39,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+AMOUNTS = ("J", "W", "USD")  # units of energy, power and money: a figure in one (J/image, 1M tokens/USD) is >= 0
+
+
 class Metric(_Model):
     value: float = Field(allow_inf_nan=False)  # JSON has no NaN: pydantic would write null, unreadable back
     unit: str
     better: Literal["higher", "lower"] | None = None
+
+    @model_validator(mode="after")
+    def _not_a_negative_amount(self) -> Metric:
+        """A negative energy, power or price is damage (a counter read wrong, an edit), refused as NaN is: it would
+        otherwise be shown, and win "least energy". The unit says what a figure is; its name is the workload's."""
+        parts = self.unit.split("/")
+        if self.value < 0 and (parts[0] in AMOUNTS or parts[-1] in AMOUNTS):
+            raise ValueError(f"{self.value:g} {self.unit}: an energy, power or price cannot be negative")
+        return self
 
 
 class GpuInfo(_Model):
@@ -174,6 +186,19 @@ class SetupResult(_Record):
     def _current_names(cls, data: Any) -> Any:
         return upgraded(data)
 
+    @model_validator(mode="after")
+    def _no_negative_peak(self) -> SetupResult:
+        _check_peak(self.metrics)
+        return self
+
+
+def _check_peak(metrics: dict[str, Metric]) -> None:
+    """Peak memory is an amount too (its unit, GiB, is also the unit of differences such as peak_mem_over_lora_gib,
+    which may be negative): refused by name."""
+    peak = metrics.get(PEAK_MEMORY)
+    if peak is not None and peak.value < 0:
+        raise ValueError(f"{PEAK_MEMORY} {peak.value:g} {peak.unit}: a peak memory cannot be negative")
+
 
 def upgraded(data: Any) -> Any:
     """A result or derived record as stored before 1.3, with its peak memory under today's name and unit (a GPU's
@@ -284,6 +309,11 @@ class Derived(_Record):
     def _current_names(cls, data: Any) -> Any:
         return upgraded(data)
 
+    @model_validator(mode="after")
+    def _no_negative_peak(self) -> Derived:
+        _check_peak(self.metrics)
+        return self
+
 
 class MetricSummary(_Model):
     unit: str
@@ -369,6 +399,29 @@ def parse_record(line: str) -> RunStarted | Progress | SetupResult | Derived | R
         return _RECORD.validate_python(data)
     except ValidationError:
         return None
+
+
+def unreadable(line: str) -> str:
+    """Why a line that looked like a record (a JSON object) is none: "cut short or not JSON", or the first field
+    that fails the schema with what is wrong with it ("metrics.tokens_per_s.value: NaN, not a finite number")."""
+    line = line.strip()
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg} at column {exc.colno}): cut short or edited"
+    if not isinstance(data, dict) or "kind" not in data or "schema_version" not in data:
+        return "a JSON line that is no record (no kind or schema_version)"
+    _without_null_metrics(data)
+    try:
+        _RECORD.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"][1:])  # [0] is the kind's tag
+        value = error.get("input")
+        said = f" = {value!r}" if isinstance(value, float | int | str) and len(repr(value)) <= 40 else ""
+        message = error["msg"].removeprefix("Value error, ")
+        return f"{where}{said}: " * bool(where) + f"{message[0].lower()}{message[1:]}"
+    return "a record (read)"
 
 
 def json_schema() -> dict[str, Any]:

@@ -56,8 +56,8 @@ def test_ranks_by_cost_with_a_planted_tie_and_a_gpu_with_one_run(tmp_path):
     assert found[H200]["n"] == "4" and found[H200]["$/hour"] == "3.5 (stored with its latest run)"
     assert found[H200]["energy (J/image)"] == "400" and found[H100]["energy (J/image)"] == "–"
     assert found[H200]["bounded by"] == "compute-bound" and found[L40S]["bounded by"] == "-"
-    assert (f"- cheapest per unit: {H200} (compile-b4), within noise of {H100}; fastest: {H200} (compile-b4);"
-            f" least energy: {H200} (compile-b4)") in result.stdout
+    assert (f"- cheapest per unit: {H200} (compile-b4) at $0.139 per 1k images, within noise of {H100}; fastest:"
+            f" {H200} (compile-b4) at 7 images/s; least energy: {H200} (compile-b4) at 400 J/image") in result.stdout
     assert "prices: as stored with the runs" in result.stdout
 
 

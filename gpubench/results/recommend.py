@@ -99,12 +99,17 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     smoke = not full
     mine = full or mine
     basis = spec.cost
+    given = metric
     metric = metric or (basis.metric if basis else None)
     if metric is None:
         raise RecommendError(f"{spec.name} has no cost basis: give --metric")
     reported = sorted({name for run in mine for r in run.results for name in r.metrics})
+    if not reported:
+        raise RecommendError(f"no result of the {len(mine)} {spec.name} run{'s' * (len(mine) != 1)} has a metric to"
+                             " rank on: each failed, or its line was unreadable (named above)")
     if metric not in reported:
-        raise RecommendError(f"--metric {metric}: not in the {spec.name} runs; valid: {', '.join(reported)}")
+        said = f"--metric {metric}" if given else f"{metric} ({spec.name}'s cost basis; give --metric)"
+        raise RecommendError(f"{said}: not in the {spec.name} runs; valid: {', '.join(reported)}")
     if target is not None and "ttft_ms_p99" not in reported:
         raise RecommendError(f"--slo: {spec.name} is not a serving study (no ttft_ms_p99 in its runs)")
     better = next((r.metrics[metric].better for run in mine for r in run.results if metric in r.metrics
@@ -113,19 +118,23 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     groups: dict[tuple[str, str], list[StoredRun]] = {}
     for run in mine:
         groups.setdefault((run.gpu, variant[id(run)]), []).append(run)
-    choices, missed = [], []
+    choices, missed, unmeasured = [], [], []
     for (gpu, config), group in sorted(groups.items()):
         label = f"{gpu} ({config})" if config else gpu
         choice = _best_setup(spec, label, group, metric, better, target, current_prices)
         if choice is not None:
             choices.append(choice)
-        elif target is not None:
+        elif target is not None and _best_setup(spec, label, group, metric, better, None, current_prices):
             missed.append(label)
+        else:
+            unmeasured.append(label)
     prices = prices_said or "prices as stored with the runs"
     answer = Answer(spec, metric, basis.unit if basis else "", choices, prices, target, smoke, better)
     _rank(answer)
     if missed:
         answer.notes.append(f"no load level met the latency target on: {', '.join(missed)}")
+    if unmeasured:  # every result failed, or was skipped as unreadable: named, never silently left out
+        answer.notes.append(f"not ranked, no ok result with {metric}: {', '.join(unmeasured)}")
     if smoke:
         answer.notes.append(f"only --smoke runs of {spec.name}: they test the code path at a tiny size;"
                             " not a benchmark")
@@ -240,15 +249,20 @@ def table(answer: Answer) -> tuple[list[str], list[list[str]]]:
 
 
 def headline(answer: Answer) -> str:
-    """One line: cheapest per unit; fastest; least energy."""
-    def name(c: Choice | None, what: str) -> str:
-        return f"{what}: {c.gpu} ({c.setup})" if c else f"{what}: -"
+    """One line, each GPU named with the figure it is named for: cheapest per unit; fastest; least energy."""
+    def name(c: Choice | None, what: str, figure: str = "") -> str:
+        return f"{what}: {c.gpu} ({c.setup})" + (f" at {figure}" if figure else "") if c else f"{what}: -"
+
+    def rate(c: Choice | None) -> str:
+        return f"{fmt(c.headline.median)} {c.headline.unit}".rstrip() if c else ""
 
     cheapest = answer.cheapest()
     tied = [c.gpu for c in answer.ranked if cheapest and c.rank == cheapest.rank and c is not cheapest]
     costed = cheapest is None or cheapest.cost is not None
-    first = name(cheapest, "cheapest per unit" if answer.on_cost and costed else
-                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"))
+    on_cost = answer.on_cost and costed
+    first = name(cheapest, "cheapest per unit" if on_cost else
+                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"),
+                 f"${fmt(cheapest.cost)} per {answer.unit}" if on_cost and cheapest else rate(cheapest))
     if tied:
         first += f", within noise of {', '.join(tied)}"
     if cheapest is None and answer.choices:
@@ -257,7 +271,20 @@ def headline(answer: Answer) -> str:
         why = (f"{every} one repeat: no spread to rank by" if few == len(answer.choices)
                else f"{few} of {len(answer.choices)} GPU series have one repeat, the rest no price")
         first = f"{first.split(':')[0]}: none ranked ({why})"
-    return "; ".join([first, name(answer.fastest(), "fastest"), name(answer.least_energy(), "least energy")])
+    least = answer.least_energy()
+    energy = f"{fmt(least.energy.median)} {least.energy_unit}" if least else ""
+    line = "; ".join([first, name(answer.fastest(), "fastest", rate(answer.fastest())),
+                      name(least, "least energy", energy)])
+    return f"--smoke runs only, not a benchmark: {line}" if answer.smoke else line
+
+
+def decide(spec: WorkloadSpec, runs: list[StoredRun]) -> str:
+    """The one line for a study's stored runs at their stored prices (site and report show it); "" where there is
+    nothing to rank (no cost basis and no --metric, no runs of it)."""
+    try:
+        return headline(recommend(spec, runs))
+    except RecommendError:
+        return ""
 
 
 def markdown(answer: Answer) -> str:

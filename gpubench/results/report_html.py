@@ -18,6 +18,7 @@ import re
 from gpubench import pricing
 from gpubench.measure import energy, flops
 from gpubench.results.report import (
+    DECISION,
     SMOKE_NOTE,
     Row,
     WorkloadReport,
@@ -92,6 +93,8 @@ def _table_html(report: WorkloadReport) -> str:
         out.append(f"<p>{html.escape(standing[0])}</p><ul>")
         out += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in standing[1:]]
         out.append("</ul>")
+    if report.decision:
+        out.append(f"<p class='decide'><b>{html.escape(DECISION)}:</b> {html.escape(report.decision)}</p>")
     return "\n".join(out)
 
 

@@ -137,6 +137,42 @@ def markdown(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
     return "\n".join([*(f"> {note}" for note in notes), *([""] if notes else []), *lines]) + "\n"
 
 
+HEADER_FOLD = 20  # a header longer than this may fold onto a second line before its column takes more room
+PADDING = 3  # a column's padding and rule in the fitted table
+
+
+def fitted(header: list[str], rows: list[list[str]], notes: list[str], width: int) -> str:
+    """The table for a terminal `width` columns wide (as the live view fits its panel): as many columns as fit side
+    by side, the rest in blocks below, each block led by the first column (the setup); a cell wider than the
+    terminal folds. The notes come first, as in the markdown."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    def need(i: int) -> int:
+        return max([len(row[i]) for row in rows] + [min(len(header[i]), HEADER_FOLD)]) + PADDING
+
+    blocks, block = [], [0]
+    for i in range(1, len(header)):
+        if len(block) > 1 and sum(need(j) for j in block) + need(i) > width:
+            blocks.append(block)
+            block = [0]
+        block.append(i)
+    blocks.append(block)
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, highlight=False, emoji=False)
+    for note in notes:
+        console.print(f"> {note}", markup=False, highlight=False)
+    for block in blocks:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for i in block:
+            table.add_column(header[i], overflow="fold")
+        for row in rows:
+            table.add_row(*[row[i] for i in block])
+        console.print(table)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+
+
 def full_csv(summaries: list[SetupSummary]) -> str:
     """Every metric of every setup, one row per (setup, metric), with the whole spread."""
     out = io.StringIO()

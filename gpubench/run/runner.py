@@ -23,7 +23,7 @@ from gpubench import __version__, pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
-from gpubench.run import environment, utilisation
+from gpubench.run import environment, live, utilisation
 from gpubench.schema import (
     NOT_FINITE,
     SCHEMA_VERSION,
@@ -147,7 +147,9 @@ class Runner:
             why += f"> {note}\n\n"
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
-        self._print(f"{why}{text}".rstrip("\n"))
+        width = live.terminal_width()  # a person at a terminal gets the table fitted to it; a log, the markdown
+        shown = summary.fitted(header, rows, notes, width) if width else text
+        self._print(f"{why}{shown}".rstrip("\n"))
 
     def _echo(self, text: str) -> None:
         """What a person reads: printed to stderr and kept in run.log."""
