@@ -19,7 +19,8 @@ misspelled (a module-level `HEADLNE`) is a `WorkloadError` naming the parts.
 `run_setup` runs one setup once, in a fresh process of its own (the runner's worker), and returns
 metric values by name. Running out of memory is reported by raising (the worker classifies the
 exception as `oom`); `SetupSkipped` makes a `skipped` row with its reason; anything else raised is an
-`error` result. Facts that are not numbers (a data set's revision, a topology) go in `ctx.info`. The harness
+`error` result. Facts that are not numbers (a data set's revision, a topology) go in `ctx.info`. Peak memory is read
+through the harness's tracker, `ctx.memory` (`reset(device)`, `peak(device)`), never torch's allocator. The harness
 records on every result the device it ran on (the config's `device`, resolved) and the dtype it computed in (the
 config's `dtype`, or `ctx.dtype` where the workload chose another), and what the machine did: no workload says those.
 
@@ -80,6 +81,8 @@ class SetupContext:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # non-numeric facts for this result
     # the dtype the setup computed in, where its config's `dtype` does not say it (a CPU's float32, a fixed bf16)
     dtype: str | None = None
+    # the harness's peak-memory tracker for this setup (gpubench/measure/gpu_memory.MemoryTracker), set by the worker
+    memory: Any = None
 
 
 class SetupSkipped(Exception):

@@ -4,7 +4,7 @@ Study: sentence-transformers, fp16, SentenceTransformer(BAAI/bge-*-en-v1.5), max
 4,096 passages of random vocabulary words that fill the window (so every passage is exactly that many
 tokens after truncation); model.encode(texts[:512], batch_size=128) as warm-up, then repeated
 model.encode(texts, batch_size=128) for at least 20 s, tokenization included; passages/s, tokens/s and
-peak memory from torch.cuda.max_memory_allocated. Cost per 1M passages comes from the catalog's basis.
+peak memory (the harness's tracker: torch's allocator). Cost per 1M passages comes from the catalog's basis.
 
 The study found the small models host-bound, so each setup measures, in the same process on the same
 model and passages, two more rates:
@@ -116,8 +116,6 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     folder = ctx.weight_paths.get(shape.repo)
     vocab = None if folder else embed_model.find_vocab(config.vocab)  # before the slow imports
 
-    import torch
-
     device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     dtype = config.dtype if on_cuda else "float32"
@@ -131,8 +129,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         else:
             folder = embed_model.write_random_bge(shape, vocab, Path(scratch), config.num_layers, device)
             ctx.info.update(weights="random", vocab=str(vocab))
-            if on_cuda:  # drawing the weights (fp32, then fp16) is not part of the study's peak; loading them is
-                torch.cuda.reset_peak_memory_stats()
+            ctx.memory.reset(device)  # drawing the weights (fp32, then fp16) is not the study's peak; loading is
         model = embed_model.load(Path(folder), device, dtype)
     model.max_seq_length = seq_len
     texts = embed_model.passages(model.tokenizer, seq_len, config.passages, config.seed)
@@ -160,14 +157,12 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     if cost is not None:
         metrics["tuned_usd_per_1M_passages"] = cost
     if not on_cuda:
-        metrics.update(gpu_memory.peak(ctx.info, None))
+        metrics.update(ctx.memory.peak(device))
     return metrics
 
 
 def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, device: str) -> dict[str, float]:
     """The study's loop, as written: encode() over all passages again and again for at least min_seconds."""
-    import torch
-
     ctx.progress("warmup")
     model.encode(texts[:config.warmup_passages], batch_size=config.batch_size)
     passes = 0
@@ -177,7 +172,7 @@ def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, de
             passes += 1
     metrics = {"passages_per_s": passes * len(texts) / timed.seconds}
     if measure_device.on_gpu(device):  # the study read it here: model, warm-up and the encode() loop, nothing reset
-        metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated()))
+        metrics.update(ctx.memory.peak(device))
     return metrics
 
 
@@ -241,15 +236,14 @@ def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext,
         batch, rates = embed_tuned.choose_batch(model, pool, template, candidates, config.tuned_probe_seconds,
                                                 ctx.progress)
         ctx.info["tuned_probe_passages_per_s"] = {str(b): r for b, r in rates.items()}
-        if measure_device.on_gpu(device):
-            torch.cuda.reset_peak_memory_stats()
+        ctx.memory.reset(device)
         done, elapsed, _ = embed_tuned.encode(model, pool, template, batch, config.min_seconds, whole_passes=True,
                                               ctx=ctx, message=f"tuned, batch {batch}")
     finally:
         pool.close()
     metrics = {"tuned_passages_per_s": done / elapsed, "tuned_batch": batch, "tuned_workers": workers}
     if measure_device.on_gpu(device):
-        metrics["tuned_peak_mem_gib"] = torch.cuda.max_memory_allocated() / gpu_memory.GIB
+        metrics["tuned_peak_mem_gib"] = ctx.memory.peak_bytes(device) / gpu_memory.GIB
     return metrics
 
 
