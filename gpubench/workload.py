@@ -53,6 +53,7 @@ from typing import Any, Literal
 from gpubench import config_fields
 from gpubench.catalog import WorkloadSpec
 from gpubench.config_fields import ConfigError  # noqa: F401  (re-exported: workloads raise it)
+from gpubench.schema import Metric, MetricRole
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,13 @@ class MetricDef:
     unit: str
     better: Literal["higher", "lower"] | None = None
     help: str = ""  # what the number is, for `gpubench show`
+    # what kind of figure it is (schema's *_ROLE: peak memory, cost, energy...), carried by the record; readers pick
+    # their memory, cost and energy columns by it
+    role: MetricRole | None = None
+
+    def metric(self, value: float) -> Metric:
+        """The value as a record's metric, with this definition's unit, direction and role."""
+        return Metric(value=value, unit=self.unit, better=self.better, role=self.role)
 
 
 @dataclass

@@ -84,9 +84,9 @@ def check_costs(twice):
         m = result["metrics"]
         usd = BASIS.usd_per_unit(m["warm_matmul_ms"]["value"], PRICE)
         assert m["usd_per_warm_matmul"] == {"value": pytest.approx(usd), "unit": "USD/warm matmul",
-                                            "better": "lower"}
+                                            "better": "lower", "role": "cost"}
         assert m["warm_matmul_per_usd"] == {"value": pytest.approx(1 / usd), "unit": "warm matmul/USD",
-                                            "better": "higher"}
+                                            "better": "higher", "role": "value"}
 
 
 def check_what_a_person_reads(twice):

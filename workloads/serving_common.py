@@ -28,6 +28,7 @@ from gpubench.config_fields import param
 from gpubench.loadgen import slo
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
 from gpubench.loadgen.metrics import LOAD_METRICS, streamed_pct
+from gpubench.schema import PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
@@ -50,7 +51,8 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "pull_gb": MetricDef("GB", None, "bytes the pull fetched"),
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
-    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
+    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass",
+                                       role=PEAK_MEMORY_ROLE),
     "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/measure/bandwidth.py): the bytes"
                                " a decode step must read (weights once + each running sequence's KV cache at its mean"
                                " context) over"

@@ -177,7 +177,7 @@ def _measure(spec, setup, run_id, run_dir, workload, price):
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
     from gpubench.run.worker import one_line
-    from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, split_finite
+    from gpubench.schema import NOT_FINITE, Progress, SetupResult, split_finite
 
     def progress(phase, done=None, total=None, message=None):
         run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,
@@ -191,8 +191,7 @@ def _measure(spec, setup, run_id, run_dir, workload, price):
         status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
     else:
         values, not_finite = split_finite(run.metrics())
-        metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
-                   for name, d in LOAD_METRICS.items() if name in values}
+        metrics = {name: d.metric(values[name]) for name, d in LOAD_METRICS.items() if name in values}
         info = {**run.info(), **({NOT_FINITE: not_finite} if not_finite else {})}
         try:
             run.check()

@@ -19,7 +19,7 @@ import resource
 import sys
 from typing import Protocol
 
-from gpubench.schema import PEAK_MEMORY
+from gpubench.schema import PEAK_MEMORY, PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef
 
 GIB = 2**30
@@ -27,7 +27,8 @@ TORCH_ALLOCATED = "GPU: torch.cuda.max_memory_allocated"
 NVML_USED = "GPU: NVML device-wide used memory, sampled"
 HOST_RSS = "host: peak resident set of the worker process (no GPU)"
 METRICS = {PEAK_MEMORY: MetricDef("GiB", "lower", "peak memory of the device the setup ran on (info peak_mem: "
-                                                  "torch's allocation or NVML's on a GPU, the host's RSS on a CPU)")}
+                                                  "torch's allocation or NVML's on a GPU, the host's RSS on a CPU)",
+                                  role=PEAK_MEMORY_ROLE)}
 
 
 class GpuReadings(Protocol):

@@ -24,6 +24,7 @@ from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, utilisation
+from gpubench.run.worker import HARNESS_METRICS
 from gpubench.schema import (
     NOT_FINITE,
     SCHEMA_VERSION,
@@ -38,7 +39,7 @@ from gpubench.schema import (
     summarize_results,
 )
 from gpubench.stores import RunDir
-from gpubench.workload import WorkloadDefinition, groups, load
+from gpubench.workload import MetricDef, WorkloadDefinition, groups, load
 
 
 @dataclass
@@ -63,8 +64,16 @@ def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, 
     joules = basis.per_unit(metrics[basis.metric].value, metrics["avg_power_w"].value * 3600.0)
     if joules is None:
         return {}
-    return {f"{energy.PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": Metric(value=joules, unit=f"J/{basis.unit}",
-                                                                           better="lower")}
+    return {name: definition.metric(joules) for name, definition in energy.per_unit_definitions(basis).items()}
+
+
+def declared_metrics(workload: WorkloadDefinition) -> dict[str, MetricDef]:
+    """Every metric a run of the workload may carry, each as declared once: the workload's METRICS, what the harness
+    measures for every result (worker.HARNESS_METRICS), and what the runner makes of the catalog's cost and energy
+    bases."""
+    spec = workload.spec
+    return {**HARNESS_METRICS, **pricing.cost_definitions(spec.cost), **energy.per_unit_definitions(spec.energy_basis),
+            **workload.metrics}
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -236,8 +245,7 @@ class Runner:
                 self._echo(f"  {setup}: derived, {_left_out(not_finite)}")
             if not values:
                 continue
-            metrics = {name: Metric(value=value, unit=workload.metrics[name].unit,
-                                    better=workload.metrics[name].better) for name, value in values.items()}
+            metrics = {name: workload.metrics[name].metric(value) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
             self._echo(f"  {setup}: " + ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in metrics.items()))

@@ -29,7 +29,6 @@ from gpubench.run import ran_with, utilisation
 from gpubench.schema import (
     NOT_FINITE,
     EnergyFacts,
-    Metric,
     Progress,
     SetupResult,
     UtilisationFacts,
@@ -124,7 +123,7 @@ class Worker:
             finite, not_finite = split_finite({**(extra.metrics if extra else {}), **values, **machine.metrics})
             for name, value in finite.items():
                 definition = metric_definition(workload, name)
-                metrics[name] = Metric(value=value, unit=definition.unit, better=definition.better)
+                metrics[name] = definition.metric(value)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
         else:
             status, error = failure(exc)

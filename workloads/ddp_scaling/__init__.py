@@ -26,6 +26,7 @@ from gpubench.config_fields import param
 from gpubench.measure import device as measure_device
 from gpubench.measure import timing
 from gpubench.ports import free_port
+from gpubench.schema import COST_ROLE
 from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 
@@ -89,7 +90,7 @@ METRICS = {
     "speedup": MetricDef("x", "higher", "tokens_per_s over the same model's 1-GPU setup"),
     "scaling_efficiency_pct": MetricDef("%", "higher", "speedup / GPUs, in percent"),
     "usd_per_1B_tokens_gpu_share": MetricDef(
-        "USD/1B tokens", "lower", "cost per 1B tokens at --price per GPU times the GPUs used"),
+        "USD/1B tokens", "lower", "cost per 1B tokens at --price per GPU times the GPUs used", role=COST_ROLE),
     "allreduce_ms_est": MetricDef(
         "ms", "lower", "gradient_mb_per_step over the measured bus bandwidth: the all-reduce's share of a step"),
 }

@@ -29,6 +29,7 @@ from pathlib import Path
 from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.measure import device as measure_device
 from gpubench.measure import flops, gpu_memory, timing
+from gpubench.schema import COST_ROLE, PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -81,9 +82,9 @@ METRICS = {
     "tuned_gain": MetricDef("x", "higher", "tuned passages/s over the plain sentence-transformers encode"),
     "tuned_vs_gpu_only": MetricDef(
         "x", "higher", "tuned passages/s over the model-only speed (1.0 = no host overhead left)"),
-    "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline"),
+    "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline", role=PEAK_MEMORY_ROLE),
     "tuned_usd_per_1M_passages": MetricDef(
-        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price"),
+        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price", role=COST_ROLE),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
     "achieved_tflops": MetricDef(
         "TFLOP/s", "higher", "passages_per_s x counted encoder FLOPs per passage (padding included, as executed)"),
