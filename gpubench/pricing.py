@@ -93,12 +93,21 @@ def usd_per_unit(basis: CostBasis, value: float, usd_per_hour: float | None) -> 
     return basis.usd_per_unit(value, usd_per_hour) if usd_per_hour else None
 
 
-def cost_metrics(basis: CostBasis | None, metrics: dict[str, Metric], usd_per_hour: float | None) -> dict[str, Metric]:
-    """$ per unit of output and units per $, from a workload's cost basis and the run's hourly price."""
-    if basis is None or basis.metric not in metrics:
+def cost_metrics(basis: CostBasis | None, metrics: dict[str, Metric], usd_per_hour: float | None,
+                 declared: dict[str, MetricDef] | None = None) -> dict[str, Metric]:
+    """Every cost a result has at the run's hourly price, the one function that makes them (the runner, `report` for
+    a run stored without costs, `gpubench loadgen`; never a workload): $ per unit of output and units per $ of the
+    cost basis' metric, and each metric `declared` as a cost of another (MetricDef.cost_of: embed's tuned rate)."""
+    if basis is None:
         return {}
-    usd = usd_per_unit(basis, metrics[basis.metric].value, usd_per_hour)
-    if not usd:
-        return {}
-    (cost, cost_def), (value, value_def) = cost_definitions(basis).items()
-    return {cost: cost_def.metric(usd), value: value_def.metric(1.0 / usd)}
+    out: dict[str, Metric] = {}
+    usd = usd_per_unit(basis, metrics[basis.metric].value, usd_per_hour) if basis.metric in metrics else None
+    if usd:
+        (cost, cost_def), (value, value_def) = cost_definitions(basis).items()
+        out.update({cost: cost_def.metric(usd), value: value_def.metric(1.0 / usd)})
+    for name, definition in (declared or {}).items():
+        priced = definition.cost_of
+        usd = usd_per_unit(basis, metrics[priced].value, usd_per_hour) if priced in metrics else None
+        if usd:
+            out[name] = definition.metric(usd)
+    return out

@@ -105,7 +105,7 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                               order.get(kv[0][4], 99))):
         gpu, config, price, smoke, setup = key
         source = [run for run in runs if series[id(run)] == key[:4] and setup in run.started.setups]
-        ok = [_with_peak(run, _costed(spec, run, result)) for run, result in items if result.status == "ok"]
+        ok = [_with_peak(run, _costed(workload, run, result)) for run, result in items if result.status == "ok"]
         metrics = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
@@ -138,12 +138,12 @@ def config_variants(runs: list[StoredRun]) -> dict[int, str]:
     return {id(run): ", ".join(f"{key}={run.started.config.get(key)}" for key in varying) for run in runs}
 
 
-def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
-    """A result with its cost per unit at its own run's price, when the run recorded one and no cost yet."""
+def _costed(workload: WorkloadDefinition, run: StoredRun, result: SetupResult) -> SetupResult:
+    """A result with its costs at its own run's price, when the run recorded one and no cost yet."""
     price = run.price_usd_per_hour
     if price and not any(m.role == COST_ROLE for m in result.metrics.values()):
         result = result.model_copy(deep=True)
-        result.metrics.update(pricing.cost_metrics(spec.cost, result.metrics, price))
+        result.metrics.update(pricing.cost_metrics(workload.spec.cost, result.metrics, price, workload.metrics))
     return result
 
 

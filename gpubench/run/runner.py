@@ -104,6 +104,7 @@ class Runner:
         self.verbose = verbose
         self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
+        self.workload = load(request.spec)
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
@@ -116,7 +117,7 @@ class Runner:
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
-        workload = load(req.spec)
+        workload = self.workload
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
@@ -167,8 +168,7 @@ class Runner:
         """One worker for the group; each setup's result is recorded as soon as it arrives."""
         req = self.request
         job = {"workload": req.spec.name, "setups": setups, "repeat": repeat, "run_id": req.run_id,
-               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths,
-               "price_usd_per_hour": req.price_usd_per_hour}
+               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths}
         label = setups[0] if len(setups) == 1 else f"{setups[0]}..{setups[-1]}"
         # -P: never import from the working directory, which may hold a source tree of gpubench
         # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
@@ -218,7 +218,8 @@ class Runner:
         FLOP/s as a share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
-            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
+            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price,
+                                                       self.workload.metrics))
         if result.status == "ok":
             result.metrics.update(energy_metrics(self.request.spec, result.metrics))
             share = flops.peak_share(result.metrics, result.device_name, result.dtype)

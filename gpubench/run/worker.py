@@ -107,8 +107,7 @@ class Worker:
         job = self.job
         ctx = SetupContext(run_id=self.run_id, setup=setup, repeat=self.repeat, smoke=job["smoke"],
                            weights=job["weights"], progress=progress, weight_paths=job.get("weight_paths", {}),
-                           price_usd_per_hour=job.get("price_usd_per_hour"), rank=self.rank,
-                           world_size=self.world_size)
+                           rank=self.rank, world_size=self.world_size)
         ctx.memory = gpu_memory.MemoryTracker(ctx.info, sampler, no_readings)
         return ctx
 

@@ -83,8 +83,9 @@ METRICS = {
     "tuned_vs_gpu_only": MetricDef(
         "x", "higher", "tuned passages/s over the model-only speed (1.0 = no host overhead left)"),
     "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline", role=PEAK_MEMORY_ROLE),
-    "tuned_usd_per_1M_passages": MetricDef(
-        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price", role=COST_ROLE),
+    "tuned_usd_per_1M_passages": MetricDef(  # costed by the harness, as the catalog's basis prices passages_per_s
+        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price", role=COST_ROLE,
+        cost_of="tuned_passages_per_s"),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
     "achieved_tflops": MetricDef(
         "TFLOP/s", "higher", "passages_per_s x counted encoder FLOPs per passage (padding included, as executed)"),
@@ -150,13 +151,6 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         metrics["host_bound_share"] = share
     metrics["tuned_gain"] = metrics["tuned_passages_per_s"] / metrics["passages_per_s"]
     metrics["tuned_vs_gpu_only"] = metrics["tuned_passages_per_s"] / metrics["gpu_only_passages_per_s"]
-    # The catalog's cost basis prices passages_per_s (the runner adds it); the tuned rate at the same price here.
-    from gpubench import pricing
-    from gpubench.catalog import WORKLOADS
-
-    cost = pricing.usd_per_unit(WORKLOADS.get("embed").cost, metrics["tuned_passages_per_s"], ctx.price_usd_per_hour)
-    if cost is not None:
-        metrics["tuned_usd_per_1M_passages"] = cost
     if not on_cuda:
         metrics.update(ctx.memory.peak(device))
     return metrics
