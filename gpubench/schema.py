@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer, model_validator
 
 SCHEMA_VERSION = "1.4"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
 # 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name;
@@ -50,11 +50,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Metric(_Model):
+class _WithRole(_Model):
+    """A metric or its summary: `role` is written only when it has one (most metrics have none)."""
+
+    @model_serializer(mode="wrap")
+    def _role_when_set(self, handler):
+        data = handler(self)
+        if isinstance(data, dict) and data.get("role") is None:
+            data.pop("role", None)
+        return data
+
+
+class Metric(_WithRole):
     value: float = Field(allow_inf_nan=False)  # JSON has no NaN: pydantic would write null, unreadable back
     unit: str
     better: Literal["higher", "lower"] | None = None
-    role: MetricRole | None = Field(None, description="what kind of figure it is (1.4); None: none of the roles")
+    role: MetricRole | None = Field(None, description="what kind of figure it is (1.4); left out: none of the roles")
 
 
 class GpuInfo(_Model):
@@ -343,7 +354,7 @@ class Derived(_Record):
         return upgraded(data)
 
 
-class MetricSummary(_Model):
+class MetricSummary(_WithRole):
     unit: str
     role: MetricRole | None = None  # the metric's, as its results carry it (1.4)
     n: int

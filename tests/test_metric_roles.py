@@ -28,6 +28,7 @@ from gpubench.schema import (
     legacy_role,
     parse_record,
     summarize_results,
+    to_line,
 )
 from gpubench.workload import MetricDef, load
 
@@ -48,6 +49,10 @@ def test_the_harness_declares_the_roles_of_its_own_figures():
 def test_a_definitions_role_travels_with_its_value():
     assert MetricDef("GiB", "lower", role=PEAK_MEMORY_ROLE).metric(3.0) == Metric(
         value=3.0, unit="GiB", better="lower", role=PEAK_MEMORY_ROLE)
+    line = json.loads(to_line(result({"a": MetricDef("GiB", "lower", role=PEAK_MEMORY_ROLE).metric(3.0),
+                                      "b": MetricDef("x").metric(1.0)})))
+    assert line["metrics"] == {"a": {"value": 3.0, "unit": "GiB", "better": "lower", "role": "peak_memory"},
+                               "b": {"value": 1.0, "unit": "x", "better": None}}  # no role: not written
     embed = load(WORKLOADS.get("embed"))
     assert embed.metrics["tuned_peak_mem_gib"].role == PEAK_MEMORY_ROLE
     assert embed.metrics["tuned_usd_per_1M_passages"].role == COST_ROLE

@@ -157,13 +157,12 @@ def test_two_repeats_of_two_groups(tmp_path, probe, capsys):
     assert metrics[("a2", 2)] == {"value": 0.0, "achieved_tflops": 494.5}  # nothing made: no price per unit
     assert metrics[("a1", 2)]["pct_of_peak"] == 50.0
     assert metrics[("b1", 2)] == {}
-    assert results[("a1", 1)]["metrics"]["pct_of_peak"] == {"value": 50.0, "unit": "%", "better": "higher",
-                                                             "role": None}
+    assert results[("a1", 1)]["metrics"]["pct_of_peak"] == {"value": 50.0, "unit": "%", "better": "higher"}
 
     [derived] = of(records, "derived")
     assert (derived["setup"], derived["repeat"], derived["metrics"]) == ("a1", 1, {
-        "ratio": {"value": 0.5, "unit": "x", "better": "higher", "role": None},
-        "gap": {"value": 2.0, "unit": "units", "better": "lower", "role": None}})
+        "ratio": {"value": 0.5, "unit": "x", "better": "higher"}, "gap": {"value": 2.0, "unit": "units",
+                                                                          "better": "lower"}})
     assert "  a1: ratio=0.5 x, gap=2 units" in said and "  a1: ratio=0.5 x, gap=2 units" in log
     assert ("  a1: ok  value=2 units, achieved_tflops=494.5 TFLOP/s, usd_per_unit=0.0005 USD/unit, "
             "unit_per_usd=2,000 unit/USD, pct_of_peak=50 %") in log
