@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 SCHEMA_VERSION = "1.4"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
 # 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name;
-# 1.4: a metric's `role`
+# 1.4: a metric's `role`; the run's hourly price on `run_started` (before: in the environment block)
 
 # Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
 # host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
@@ -94,7 +94,6 @@ class Environment(_Model):
     git_commit: str | None = None
     launcher: str | None = Field(None, description="GPUBENCH_LAUNCHER, e.g. runcrate-job")
     gpu_requested: str | None = Field(None, description="GPUBENCH_GPU_REQUESTED, set by a launcher")
-    price_usd_per_hour: float | None = None
     provider_job_id: str | None = None
 
 
@@ -113,6 +112,13 @@ class RunStarted(_Record):
     smoke: bool
     config: dict[str, Any] = Field(description="the full workload config, after overrides")
     environment: Environment
+    price_usd_per_hour: float | None = Field(None, description="the hourly price the run's costs use, a fact of the "
+                                                               "run (1.4; before, the environment block's)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
 
 
 class Progress(_Record):
@@ -207,6 +213,8 @@ def upgraded(data: Any) -> Any:
         return data
     if data.get("kind") == "run_finished" and _older_than(data, (1, 4)):
         return _summary_roles(data)
+    if data.get("kind") == "run_started" and _older_than(data, (1, 4)):
+        return _price_out_of_environment(data)
     if data.get("kind") == "result" and _older_than(data, (1, 3)):
         data = _harness_facts_out_of_info(data)
     info = data.get("info")
@@ -245,6 +253,16 @@ def legacy_role(name: str) -> MetricRole | None:
     if name in ("energy_j", "avg_power_w"):
         return ENERGY_ROLE
     return None
+
+
+def _price_out_of_environment(data: dict[str, Any]) -> dict[str, Any]:
+    """A run_started record before 1.4 with its hourly price out of the environment block, onto the record."""
+    env = data.get("environment")
+    if not isinstance(env, dict) or "price_usd_per_hour" not in env:
+        return data
+    env = {**env}
+    price = env.pop("price_usd_per_hour")
+    return {**data, "environment": env, "price_usd_per_hour": data.get("price_usd_per_hour", price)}
 
 
 def _metric_roles(data: dict[str, Any]) -> dict[str, Any]:

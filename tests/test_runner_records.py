@@ -56,7 +56,8 @@ def check_config_json(twice):
         "workload": "first-matmul", "study": request.spec.study, "setups": ["matmul"], "repeats": 2,
         "smoke": True, "weights": "random", "weight_paths": {"org/none": None}, "price_usd_per_hour": PRICE,
         "config": dataclasses.asdict(request.config), "command": ["gpubench", "run", "x"], "store": "s3://b/p"}
-    assert environment == records[0]["environment"] and environment["price_usd_per_hour"] == PRICE
+    assert environment == records[0]["environment"] and records[0]["price_usd_per_hour"] == PRICE
+    assert "price_usd_per_hour" not in environment  # the run's price, not the machine's
 
 
 def check_records_in_order(twice):

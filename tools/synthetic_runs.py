@@ -43,11 +43,11 @@ def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: 
     declared = declared_metrics(load(spec))
     run_id = f"{workload}-{when:%Y%m%dT%H%M%SZ}-{hashlib.sha256(str(folder).encode()).hexdigest()[:6]}"
     env = Environment(python="3.12", platform="synthetic", launcher="synthetic", gpus=[GpuInfo(name=gpu)],
-                      gpu_count=1, price_usd_per_hour=price)
+                      gpu_count=1)
     ts = when.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
     records = [RunStarted(run_id=run_id, ts=ts, workload=workload, study=spec.study, setups=list(values),
                           repeats=max(len(v) for v in values.values()), smoke=smoke,
-                          config={"synthetic": True}, environment=env)]
+                          config={"synthetic": True}, environment=env, price_usd_per_hour=price)]
     results = []
     for setup, repeats in values.items():
         for repeat, metrics in enumerate(repeats, 1):

@@ -153,10 +153,10 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target):
     from gpubench.run.runner import describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
-    env = environment.collect((), price)
+    env = environment.collect(())
     run_dir.write_config(run_config(request, env, common.safe_argv(), target.url if target else None))
     run_dir.record(RunStarted(run_id=run_id, workload=workload.name, study=workload.study, setups=[setup], repeats=1,
-                              smoke=False, config=dataclasses.asdict(spec), environment=env))
+                              smoke=False, config=dataclasses.asdict(spec), environment=env, price_usd_per_hour=price))
     started = time.perf_counter()
     click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
     result = _measure(spec, setup, run_id, run_dir, workload, price)

@@ -108,12 +108,13 @@ class Runner:
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour)
+        env = environment.collect(req.spec.dependencies)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
         config = dataclasses.asdict(req.config)
         self.run_dir.record(RunStarted(
             run_id=req.run_id, workload=req.spec.name, study=req.spec.study, setups=req.setups,
             repeats=req.repeats, smoke=req.smoke, config=config, environment=env,
+            price_usd_per_hour=req.price_usd_per_hour,
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
