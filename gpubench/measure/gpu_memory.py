@@ -37,8 +37,8 @@ class GpuReadings(Protocol):
     def reading_now(self) -> int:
         """Take a reading on the spot; its position among the readings."""
 
-    def memory_peak(self, since: int, gpu: int) -> tuple[int | None, int]:
-        """(the most used bytes of visible GPU `gpu`, the readings that had it) from position `since` on."""
+    def memory_peak(self, since: int, gpu: int) -> int | None:
+        """The most used bytes of visible GPU `gpu` over the readings from position `since` on; None: none had it."""
 
 
 def peak_rss_bytes() -> int:
@@ -82,8 +82,7 @@ class MemoryTracker:
             if self.readings is None:
                 return None
             self.readings.reading_now()  # the part's last moment counts too
-            peak, _ = self.readings.memory_peak(self._since, index)
-            return peak
+            return self.readings.memory_peak(self._since, index)
         import torch
 
         return int(torch.cuda.max_memory_allocated(device))

@@ -319,12 +319,11 @@ class Sampler:
             self._take(self.timed)
             return len(self.samples) - 1
 
-    def memory_peak(self, since: int, gpu: int) -> tuple[int | None, int]:
-        """The most used memory of visible GPU `gpu` over the readings from position `since` on, and how many had it."""
+    def memory_peak(self, since: int, gpu: int) -> int | None:
+        """The most used memory of visible GPU `gpu` over the readings from position `since` on; None: none had it."""
         with self._lock:
             used = [s.gpus[gpu].memory_used_bytes for s in self.samples[since:] if len(s.gpus) > gpu]
-        used = [u for u in used if u is not None]
-        return (max(used) if used else None), len(used)
+        return max((u for u in used if u is not None), default=None)
 
     def _loop(self) -> None:
         self._sampler_tid = threading.get_native_id()
