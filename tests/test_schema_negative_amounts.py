@@ -54,9 +54,9 @@ def test_a_negative_energy_cannot_win_least_energy(tmp_path):
         {"images_per_s": 4.9, "j_per_image": 299.0}, {"images_per_s": 5.0, "j_per_image": 300.0}]},
         progress=1) / "results.jsonl"
     text = records.read_text()
-    assert '"j_per_image":{"value":299.0,"unit":""' in text
-    records.write_text(text.replace('"j_per_image":{"value":299.0,"unit":""', '"j_per_image":{"value":-50.0,'
-                                    '"unit":"J/image"'))
+    written = '"j_per_image":{"value":299.0,"unit":"J/image"'
+    assert written in text
+    records.write_text(text.replace(written, '"j_per_image":{"value":-50.0,"unit":"J/image"'))
     result = CliRunner().invoke(cli, ["recommend", "sdxl", str(root)])
     assert result.exit_code == 0, result.output
     assert "least energy: NVIDIA H200 (compile-b4)" in result.stdout

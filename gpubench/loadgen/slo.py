@@ -18,6 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from gpubench.schema import COST_ROLE
 from gpubench.workload import MetricDef
 
 if TYPE_CHECKING:  # only its fields are read: ok, ttft_s, tpot_s, output_tokens
@@ -100,7 +101,7 @@ SWEEP_METRICS: dict[str, MetricDef] = {
                                " the latency target (0: none did; then on the lowest level's row)"),
     "slo_output_tokens_per_s": MetricDef("tokens/s", "higher", "output tokens/s at that highest load"),
     "slo_usd_per_1M_output_tokens": MetricDef("USD/1M output tokens", "lower", "cost per 1M output tokens at that"
-                                              " highest load, at the run's hourly price"),
+                                              " highest load, at the run's hourly price", role=COST_ROLE),
 }
 
 # The highest load under the target found by search (loadgen/search.py), on its result

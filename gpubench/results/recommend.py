@@ -5,7 +5,7 @@ among the serving load levels whose p99 TTFT and TPOT met the target), its repea
 is the catalog's cost basis (gpubench/catalog.py) of the headline's median at the GPU's price: current prices when
 given (the Runcrate API's /instances/types), else the price its latest run was costed at. The spread is the headline's
 min-max over repeats, as cost. Two GPUs tie ("within noise") by compare.py's rule, max(5%, 2 x CV); a GPU with one
-repeat has no spread to judge by and is not ranked ("too few runs to rank"). Energy per unit is the `j_per_*` metric
+repeat has no spread to judge by and is not ranked ("too few runs to rank"). Energy per unit is the metric of that role
 the runner adds where the GPU had an energy source; "-" where it has none. The verdict is what bounded that setup.
 """
 
@@ -20,9 +20,7 @@ from gpubench.registry import UnknownName
 from gpubench.results import compare, report, verdict
 from gpubench.results.stored_runs import StoredRun
 from gpubench.results.summary import fmt
-from gpubench.schema import MetricSummary, summarize
-
-ENERGY_PREFIX = "j_per_"  # the runner's joules per unit (gpubench/measure/energy.py)
+from gpubench.schema import ENERGY_PER_UNIT_ROLE, MetricSummary, summarize
 
 
 class RecommendError(ValueError):
@@ -169,10 +167,10 @@ def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: s
         choice = Choice(gpu=label, setup=setup, headline=headline, price=price, price_source=source,
                         verdict=verdict.per_setup(rows).get(setup, ""))
         _cost(spec, choice, metric)
-        energy = [(name, r.metrics[name]) for r in rows for name in r.metrics if name.startswith(ENERGY_PREFIX)]
+        energy = [(name, m) for r in rows for name, m in r.metrics.items() if m.role == ENERGY_PER_UNIT_ROLE]
         if energy:
             choice.energy = summarize(energy[0][1].unit, [m.value for name, m in energy if name == energy[0][0]])
-            choice.energy_unit = energy[0][1].unit or "J/" + energy[0][0].removeprefix(ENERGY_PREFIX).replace("_", " ")
+            choice.energy_unit = energy[0][1].unit
         candidates.append(choice)
     if not candidates:
         return None

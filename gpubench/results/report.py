@@ -24,8 +24,8 @@ from gpubench.measure import flops
 from gpubench.registry import UnknownName
 from gpubench.results import compare, studies, verdict
 from gpubench.results.stored_runs import StoredRun
-from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics
-from gpubench.schema import MetricSummary, SetupResult, summarize
+from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics, roles
+from gpubench.schema import COST_ROLE, MetricRole, MetricSummary, SetupResult, summarize
 from gpubench.workload import WorkloadDefinition
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
@@ -66,6 +66,7 @@ class WorkloadReport:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
+    roles: dict[str, MetricRole | None] = field(default_factory=dict)  # metric -> its role, as results carry it
     targets: list[slo.Target] = field(default_factory=list)  # the latency targets its serving runs were judged at
     decision: str = ""  # which GPU, with its figures: recommend's line at the stored prices (build fills it)
 
@@ -119,11 +120,12 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                               order.get(kv[0][4], 99))):
         gpu, config, price, smoke, setup = key
         source = [run for run in runs if series[id(run)] == key[:4] and setup in run.started.setups]
-        ok = [_with_peak(run, _costed(spec, run, result)) for run, result in items if result.status == "ok"]
+        ok = [_with_peak(run, _costed(workload, run, result)) for run, result in items if result.status == "ok"]
         metrics = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
-            metrics[name] = summarize(next(r.metrics[name].unit for r in ok if name in r.metrics), values)
+            first = next(r.metrics[name] for r in ok if name in r.metrics)
+            metrics[name] = summarize(first.unit, values, first.role)
         dtypes = [_compute_dtype(run, result) for run, result in items if result.status == "ok"]
         if len(prices[(gpu, config)]) > 1:
             config = ", ".join(filter(None, [config, f"${price:g}/h" if price else "no price"]))
@@ -134,11 +136,12 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                    if result.status != "ok" and result.error)),
                         verdict=verdict.per_setup([result for _, result in items]).get(setup, ""),
                         energy=energy_per_setup([result for _, result in items]).get(setup, "")))
-    reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
+    reported = roles(row.metrics for row in rows)
     columns = [m for m in headline_metrics(workload, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
     targets = list(dict.fromkeys(t for run in runs if (t := slo.of_config(run.started.config))))
-    return WorkloadReport(spec=spec, workload=workload, columns=columns, rows=rows, better=better, targets=targets)
+    return WorkloadReport(spec=spec, workload=workload, columns=columns, rows=rows, better=better, roles=reported,
+                          targets=targets)
 
 
 def config_variants(runs: list[StoredRun]) -> dict[int, str]:
@@ -185,12 +188,12 @@ def _as_stored(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
-    """A result with its cost per unit at its own run's price, when the run recorded one and no cost yet."""
+def _costed(workload: WorkloadDefinition, run: StoredRun, result: SetupResult) -> SetupResult:
+    """A result with its costs at its own run's price, when the run recorded one and no cost yet."""
     price = run.price_usd_per_hour
-    if price and not any(pricing.is_cost(name) for name in result.metrics):
+    if price and not any(m.role == COST_ROLE for m in result.metrics.values()):
         result = result.model_copy(deep=True)
-        result.metrics.update(pricing.cost_metrics(spec.cost, result.metrics, price))
+        result.metrics.update(pricing.cost_metrics(workload.spec.cost, result.metrics, price, workload.metrics))
     return result
 
 

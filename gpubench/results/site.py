@@ -28,12 +28,10 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
-from gpubench import pricing
-from gpubench.measure import energy
 from gpubench.registry import UnknownName
 from gpubench.results import compare, report, stored_runs, studies
 from gpubench.results.summary import fmt
-from gpubench.schema import to_line
+from gpubench.schema import COST_ROLE, ENERGY_PER_UNIT_ROLE, PEAK_MEMORY_ROLE, VALUE_ROLE, to_line
 from gpubench.stores import RECORDS_FILE
 
 SITE_VERSION = "3"  # a site built by another version is rebuilt whole (3: figures beside the GPUs, series labels
@@ -435,10 +433,13 @@ def latest_change(s: dict) -> tuple[str, str]:
     return ", ".join(flags) or "within noise", state
 
 
+NOT_HISTORY = (COST_ROLE, VALUE_ROLE, ENERGY_PER_UNIT_ROLE, PEAK_MEMORY_ROLE)  # roles not drawn over time
+
+
 def history_metrics(table: report.WorkloadReport) -> list[str]:
-    """The headline metrics drawn over time: the table's first four measured ones (not cost, memory or peak)."""
-    return [m for m in table.columns
-            if not (pricing.is_cost_or_value(m) or m.startswith(energy.PER_UNIT_PREFIX) or "peak" in m)][:4]
+    """The headline metrics drawn over time: the table's first four measured ones (by their role, not a cost, value,
+    energy per unit or peak memory)."""
+    return [m for m in table.columns if table.roles.get(m) not in NOT_HISTORY][:4]
 
 
 def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:

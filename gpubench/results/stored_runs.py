@@ -56,7 +56,9 @@ class StoredRun:
 
     @property
     def price_usd_per_hour(self) -> float | None:
-        return self.started.environment.price_usd_per_hour
+        """The hourly price the run's costs use: the one place every reader takes it from (run_started's, 1.4; a
+        record before 1.4 kept it in its environment block, and reads the same: schema.upgraded)."""
+        return self.started.price_usd_per_hour
 
     @property
     def gpu(self) -> str:

@@ -24,6 +24,7 @@ from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, live, utilisation
+from gpubench.run.worker import HARNESS_METRICS
 from gpubench.schema import (
     NOT_FINITE,
     SCHEMA_VERSION,
@@ -38,7 +39,7 @@ from gpubench.schema import (
     summarize_results,
 )
 from gpubench.stores import RunDir
-from gpubench.workload import WorkloadDefinition, groups, load
+from gpubench.workload import MetricDef, WorkloadDefinition, groups, load
 
 
 @dataclass
@@ -63,8 +64,16 @@ def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, 
     joules = basis.per_unit(metrics[basis.metric].value, metrics["avg_power_w"].value * 3600.0)
     if joules is None:
         return {}
-    return {f"{energy.PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": Metric(value=joules, unit=f"J/{basis.unit}",
-                                                                           better="lower")}
+    return {name: definition.metric(joules) for name, definition in energy.per_unit_definitions(basis).items()}
+
+
+def declared_metrics(workload: WorkloadDefinition) -> dict[str, MetricDef]:
+    """Every metric a run of the workload may carry, each as declared once: the workload's METRICS, what the harness
+    measures for every result (worker.HARNESS_METRICS), and what the runner makes of the catalog's cost and energy
+    bases."""
+    spec = workload.spec
+    return {**HARNESS_METRICS, **pricing.cost_definitions(spec.cost), **energy.per_unit_definitions(spec.energy_basis),
+            **workload.metrics}
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -95,19 +104,21 @@ class Runner:
         self.verbose = verbose
         self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
+        self.workload = load(request.spec)
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour)
+        env = environment.collect(req.spec.dependencies)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
         config = dataclasses.asdict(req.config)
         self.run_dir.record(RunStarted(
             run_id=req.run_id, workload=req.spec.name, study=req.spec.study, setups=req.setups,
             repeats=req.repeats, smoke=req.smoke, config=config, environment=env,
+            price_usd_per_hour=req.price_usd_per_hour,
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
-        workload = load(req.spec)
+        workload = self.workload
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
@@ -160,8 +171,7 @@ class Runner:
         """One worker for the group; each setup's result is recorded as soon as it arrives."""
         req = self.request
         job = {"workload": req.spec.name, "setups": setups, "repeat": repeat, "run_id": req.run_id,
-               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths,
-               "price_usd_per_hour": req.price_usd_per_hour}
+               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths}
         label = setups[0] if len(setups) == 1 else f"{setups[0]}..{setups[-1]}"
         # -P: never import from the working directory, which may hold a source tree of gpubench
         # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
@@ -211,7 +221,8 @@ class Runner:
         FLOP/s as a share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
-            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
+            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price,
+                                                       self.workload.metrics))
         if result.status == "ok":
             result.metrics.update(energy_metrics(self.request.spec, result.metrics))
             share = flops.peak_share(result.metrics, result.device_name, result.dtype)
@@ -238,8 +249,7 @@ class Runner:
                 self._echo(f"  {setup}: derived, {_left_out(not_finite)}")
             if not values:
                 continue
-            metrics = {name: Metric(value=value, unit=workload.metrics[name].unit,
-                                    better=workload.metrics[name].better) for name, value in values.items()}
+            metrics = {name: workload.metrics[name].metric(value) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
             self._echo(f"  {setup}: " + ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in metrics.items()))
