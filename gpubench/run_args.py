@@ -2,7 +2,7 @@
 
 The ones that travel with a run to where it runs: the CLI takes them (gpubench/cli/main.py), `--docker` passes
 them to the image's own `gpubench run` (gpubench/run/docker_run.py), the launcher writes them into the job's
-command (launcher/plan.py) and a sweep plan's `args` are parsed by them (launcher/sweep_plan.py). So a bound
+command (launcher/plan.py) and a sweep plan's `args` are parsed by them (launcher/sweep/plan.py). So a bound
 (`--repeats` 1 to 100) or a default (the results folder) cannot differ between the four.
 """
 

@@ -8,11 +8,12 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from gpubench.launcher.pace import Pace
-from gpubench.launcher.plan import LaunchPlan
-from gpubench.launcher.progress import ProgressView
-from gpubench.launcher.redact import Redactor
 from gpubench.stores import S3Store
+
+from .pace import Pace
+from .plan import LaunchPlan
+from .progress import ProgressView
+from .redact import Redactor
 
 
 @dataclass

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gpubench.launcher import errors
-from gpubench.launcher.progress import ProgressView, format_metrics, stdout_sink
-from gpubench.launcher.redact import Redactor
 from gpubench.run.ingest import RecordStream
 from gpubench.stores import RunDir, S3Store, deliver
+
+from . import errors
+from .progress import ProgressView, format_metrics, stdout_sink
+from .redact import Redactor
 
 JOB_FILE = "job.json"
 

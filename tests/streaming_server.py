@@ -15,6 +15,12 @@ more completion tokens than it sent, --no-usage leaves usage out, --drop-reused 
 connection when a second request comes on it, unanswered (an idle-timeout race). --max-streams S streams at most S
 answers at once, a server's batch limit: a request past it waits, first come first served, until one ends, then its
 TTFT starts (its TTFT from arrival includes the wait, so latency grows with load in a way known by hand).
+Load-dependent timing, known by hand, the gap fixed for a request's life: --token-ms-per-running B adds B ms to the
+token gap for each answer streaming when it starts, itself included (a closed loop of U users: token_ms + B x U);
+--token-ms-per-rate-step B adds B ms for each whole --rate-step S requests/s of the rate the server saw arrive:
+the requests that arrived in the --recent-s W seconds up to this one, itself included, over W. That rate does not
+depend on the server's own latency, so an arrival rate gives one gap: steady arrivals at R/s count ceil(R x W), and
+the gap is token_ms + B x floor(ceil(R x W) / (W x S)).
 --replies FILE (a JSON list of [needle, reply]) streams `reply` word by word to a prompt containing `needle`.
 --tokens-per-chunk K merges tokens as a busy vLLM API server does: the first token alone, then K tokens a chunk, each
 chunk written when its last token is due. --flavor says which server it answers as: plain (no more than the above),
@@ -39,6 +45,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import math
 import re
 import statistics
 import subprocess
@@ -58,6 +65,7 @@ class Server:
         self.in_flight = self.max_in_flight = 0
         self.pending: collections.deque = collections.deque()
         self.waiting: collections.deque = collections.deque()  # requests past --max-streams, in arrival order
+        self.arrivals: collections.deque = collections.deque()  # when each load request arrived (the rate seen)
         self.ttft_ms: list[float] = []
         self.gaps_ms: list[float] = []
         self.tpot_ms: list[float] = []
@@ -98,6 +106,7 @@ class Server:
         if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
             return conn.send_json(404, {"error": {"message": f"no route {method} {path}"}})
         self.requests += 1
+        self.arrivals.append(arrived)
         if self.args.fail_every and self.requests % self.args.fail_every == 0:
             return conn.send_json(500, {"error": {"message": "injected failure", "code": 500}})
         request = (conn, path.endswith("/chat/completions"), json.loads(body), arrived)
@@ -182,6 +191,10 @@ class Server:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self.mark()
+        gap_ms = args.token_ms + args.token_ms_per_running * self.in_flight
+        if args.token_ms_per_rate_step:
+            steps = math.floor(self.recent(arrived) / (args.recent_s * args.rate_step) + 1e-9)
+            gap_ms += args.token_ms_per_rate_step * steps
         if chat:  # the role-only opening chunk, at once: it is not a token
             conn.send_chunk(event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                                 "finish_reason": None}]}))
@@ -191,7 +204,7 @@ class Server:
         frames = [chunk(j, group) for j, group in enumerate(groups)]  # built now: a timer only writes
 
         def due(j: int) -> float:  # a chunk goes when its last token is due
-            return first + groups[j][-1] * args.token_ms / 1e3
+            return first + groups[j][-1] * gap_ms / 1e3
 
         def write(j: int) -> None:
             written.append((loop.time(), len(groups[j])))
@@ -210,6 +223,12 @@ class Server:
             conn.send_chunk(tail)
             conn.end_stream()
             self.ended()
+
+    def recent(self, arrived: float) -> int:
+        """Load requests that arrived in the --recent-s seconds up to `arrived`, that one included."""
+        while self.arrivals and self.arrivals[0] < arrived - self.args.recent_s - 1.0:
+            self.arrivals.popleft()
+        return sum(arrived - self.args.recent_s < t <= arrived for t in self.arrivals)
 
     def record(self, arrived: float, written: list[tuple[float, int]]) -> None:
         """A finished stream's truth: TTFT, the gap before each token (a chunk of k tokens spreads the gap before
@@ -336,6 +355,12 @@ def parse_args(argv=None):
     parser.add_argument("--flavor", choices=("plain", "vllm", "llamacpp"), default="plain")
     parser.add_argument("--keep-alive-s", type=float, default=0, help="close connections idle this long (0: never)")
     parser.add_argument("--backlog", type=int, default=100)
+    parser.add_argument("--token-ms-per-running", type=float, default=0.0,
+                        help="ms added to the token gap per answer streaming when one starts, itself included")
+    parser.add_argument("--token-ms-per-rate-step", type=float, default=0.0,
+                        help="ms added to the token gap per whole --rate-step of the arrival rate seen")
+    parser.add_argument("--rate-step", type=float, default=10.0, help="requests/s")
+    parser.add_argument("--recent-s", type=float, default=2.0, help="the window the arrival rate is counted over")
     return parser.parse_args(argv)
 
 

@@ -4,7 +4,7 @@ a bad value with what it must be."""
 import pytest
 
 from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.slurm_plan import SlurmTable, parse_slurm
+from gpubench.launcher.slurm.plan import SlurmTable, parse_slurm
 
 GPUS = {"H100": {"partition": "h100", "gres": "gpu:h100"}, "L40S": {"partition": "l40s"}}
 

@@ -24,6 +24,14 @@ class CliError(BadValue):
     """Bad input: one line, exit 2."""
 
 
+def say_skipped(runs) -> None:
+    """What reading stored runs skipped (gpubench/results/stored_runs.py), said the same way by every reader."""
+    from gpubench.results.stored_runs import skipped_lines
+
+    for line in skipped_lines(runs):
+        click.echo(f"gpubench: {line}", err=True)
+
+
 def check_output_file(path: Path, option: str) -> None:
     """A file a command is to write: a file name in a folder that exists and may be written; nothing is created."""
     folder = path.parent

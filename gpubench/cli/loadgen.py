@@ -4,8 +4,10 @@ It goes through `gpubench run`'s lifecycle (gpubench/run/runner.py's Runner) wit
 (RunArgs: --repeats, --price, --run-id; --store, --results-dir, --json): the same records (run_started, progress, a
 result per repeat of the setup u{users} or r{rate}, run_finished), the same run folder and summary, $ per 1M output
 tokens from --price like the serving workloads, and a verdict. The load runs in this process (the Runner's in-process
-measure), not in a worker. The server is whatever the URL points at, so the environment block describes this machine
-(the client's), not necessarily the server's.
+measure), not in a worker. With --slo the load is judged at a latency target (goodput, whether its p99s met it); with
+--search as well, a repeat's result is a whole search, setup search-rate[-u{cap}] or search-users, whose probes are
+said as they run and tabled in its info (gpubench/cli/loadgen_search.py). The server is whatever the URL points at,
+so the environment block describes this machine (the client's), not necessarily the server's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import click
 
 from gpubench import run_args
 from gpubench.cli import common
+from gpubench.params import Number
 from gpubench.run_args import RunArgs
+
+PositiveFraction = Number("a fraction above 0, at most 1", 0, min_open=True, maximum=1)
 
 
 @click.command("loadgen")
@@ -27,7 +32,8 @@ from gpubench.run_args import RunArgs
 @click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True,
               help="completions sends token-id prompts of exact length; chat sends text.")
 @click.option("--users", type=int, default=None, help="Concurrent users [default: 1]; with --rate, the in-flight cap.")
-@click.option("--requests", "request_count", type=int, default=16, show_default=True, help="Timed requests.")
+@click.option("--requests", "request_count", type=int, default=None,
+              help="Timed requests [default: 16; with --search, 1,000 a probe].")
 @click.option("--rate", type=float, default=None, metavar="PER_S",
               help="Open loop: requests arrive at this many per second (Poisson unless --burstiness).")
 @click.option("--burstiness", type=float, default=1.0, show_default=True,
@@ -69,13 +75,25 @@ from gpubench.run_args import RunArgs
 @run_args.option("results_dir")
 @run_args.option("run_id")
 @run_args.option("as_json")
+@click.option("--slo", "slo_text", default=None, metavar="TARGET",
+              help="Judge the load at a latency target: server (MLPerf 8B, p99 TTFT 2000 / TPOT 100 ms), interactive"
+                   " (500 / 30) or ttft=MS,tpot=MS: goodput and whether its p99s met it.")
+@click.option("--search", type=click.Choice(["rate", "users"]), default=None,
+              help="With --slo: find the highest Poisson rate (--users caps those in flight) or concurrency whose p99s"
+                   " meet the target, by bisection; every probe is reported.")
+@click.option("--search-tolerance", type=PositiveFraction, default=0.05, show_default=True,
+              help="Stop when the lowest failing value is within this share above the highest passing one.")
+@click.option("--search-max-probes", type=click.IntRange(2, 64), default=12, show_default=True,
+              help="Loads the search may run, the first (every request at once) included.")
 def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, warmup, processes, input_tokens,
             output_tokens, prefix_tokens, ignore_eos, count_tokens, token_ids, prompt_ids, prompts_file, tokenizer,
-            vocab_size, temperature, seed, max_error_rate, timeout, **shared) -> None:
+            vocab_size, temperature, seed, max_error_rate, timeout, slo_text, search, search_tolerance,
+            search_max_probes, **shared) -> None:
     """Load an OpenAI-compatible server: streamed requests, TTFT/TPOT/ITL/E2E percentiles, throughput."""
     import contextlib
 
     from gpubench import stores
+    from gpubench.cli import loadgen_search
     from gpubench.loadgen import study
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.run import live
@@ -87,9 +105,14 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
         prompts = tuple(line for line in prompts_file.read_text(encoding="utf-8").splitlines() if line.strip())
         if not prompts:
             raise common.CliError(f"--prompts-file {prompts_file}: no prompts in it")
+    searched, slo_target = _search(search, slo_text, search_tolerance, search_max_probes, users, rate)
+    if request_count is None:
+        request_count = loadgen_search.DEFAULT_REQUESTS if searched else 16
+    spec_users = users if users is not None or rate is not None else 1
+    if searched:  # the search's first load: every request at once, at most --users in flight
+        spec_users = users or request_count
     try:
-        spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint,
-                        users=users if users is not None or rate is not None else 1, requests=request_count,
+        spec = LoadSpec(base_url=base_url, model=model, endpoint=endpoint, users=spec_users, requests=request_count,
                         rate=rate, burstiness=burstiness, warmup=warmup, processes=processes,
                         input_tokens=input_tokens, output_tokens=output_tokens,
                         prefix_tokens=prefix_tokens, prompts=prompts, ignore_eos=ignore_eos,
@@ -111,18 +134,45 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
         target.check_writable(run_id)
     _check_reachable(spec)
 
-    setup = spec.setup_name
+    setup = searched.setup_name(users) if searched else spec.setup_name
     workload = study.spec((setup,), study=f"loadgen {spec.url}")
     request = RunRequest(spec=workload, setups=[setup], repeats=args.repeats or 1, smoke=False, run_id=run_id,
-                         config=spec, price_usd_per_hour=price)
+                         config=loadgen_search.config(spec, slo_target, searched, users), price_usd_per_hour=price)
+
+    def measure(setup, repeat, progress, say):
+        load = _of_repeat(spec, repeat)
+        if searched:
+            return loadgen_search.measure(load, searched, users, setup, repeat, run_id, progress, say)
+        return _measure(load, setup, repeat, run_id, progress, slo_target)
+
     view = None if live.wants_records(shared["as_json"]) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
-        runner = Runner(request, run_dir, echo=view.print if view else None,
-                        measure=lambda setup, repeat, progress: _measure(spec, setup, repeat, run_id, progress),
+        runner = Runner(request, run_dir, echo=view.print if view else None, measure=measure,
                         definition=study.definition(workload))
         outcome = runner.run(argv=common.safe_argv(), store_url=target.url if target else None).status
     sys.exit(common.deliver(run_dir, target, outcome))
+
+
+def _search(search, slo_text, tolerance, max_probes, users, rate):
+    """(the search's settings or None, the latency target or None) from the options, or one line of bad input."""
+    from gpubench.loadgen import slo
+    from gpubench.loadgen.search import SearchSpec
+
+    try:
+        target = slo.parse(slo_text) if slo_text is not None else None
+    except slo.TargetError as exc:
+        raise common.CliError(str(exc)) from None
+    if search is None:
+        return None, target
+    if target is None:
+        raise common.CliError(f"--search {search}: give the latency target it searches under (--slo server,"
+                              " interactive or ttft=MS,tpot=MS)")
+    if rate is not None:
+        raise common.CliError(f"--search {search} sets the load itself: leave --rate out")
+    if search == "users" and users is not None:
+        raise common.CliError("--search users finds the users itself: leave --users out")
+    return SearchSpec(search, target, tolerance, max_probes), target
 
 
 def _check_reachable(spec) -> None:
@@ -145,29 +195,38 @@ def _check_reachable(spec) -> None:
                                   f" ({reason}); nothing was run") from None
 
 
-def _measure(spec, setup, repeat, run_id, progress):
-    """One repeat of the load as a result: ok with its metrics, or error with the reason (and what was measured).
-    Each repeat sends its own prompts (the seed plus the repeat's number, less one), so a server's prefix cache never
-    answers a later repeat from an earlier one's."""
+def _of_repeat(spec, repeat: int):
+    """The load of one repeat: its own prompts (the seed plus the repeat's number, less one; a search's probes draw
+    theirs from it), so a server's prefix cache never answers a later repeat from an earlier one's."""
     import dataclasses
 
+    return dataclasses.replace(spec, seed=spec.seed + repeat - 1)
+
+
+def _measure(spec, setup, repeat, run_id, progress, slo_target=None):
+    """One repeat of the load as a result: ok with its metrics (and, with a latency target, its goodput and verdict),
+    or error with the reason (and what was measured)."""
+    from gpubench.loadgen import slo
     from gpubench.loadgen.metrics import LOAD_METRICS
     from gpubench.loadgen.run import LoadFailed, run_load
     from gpubench.loadgen.spec import LoadSpecError
     from gpubench.run.worker import one_line
-    from gpubench.schema import NOT_FINITE, Metric, SetupResult, split_finite
+    from gpubench.schema import NOT_FINITE, SetupResult, split_finite
 
     started = time.perf_counter()
     status, error, metrics, info = "ok", None, {}, {}
     try:
-        run = run_load(dataclasses.replace(spec, seed=spec.seed + repeat - 1), progress=progress, check=False)
+        run = run_load(spec, progress=progress, check=False)
     except (LoadFailed, LoadSpecError, OSError, ValueError) as exc:
         status, error = "error", str(exc) if isinstance(exc, LoadFailed) else one_line(exc)
     else:
-        values, not_finite = split_finite(run.metrics())
-        metrics = {name: Metric(value=values[name], unit=d.unit, better=d.better)
-                   for name, d in LOAD_METRICS.items() if name in values}
-        info = {**run.info(), "prompt_seed": spec.seed + repeat - 1, **({NOT_FINITE: not_finite} if not_finite else {})}
+        values = run.metrics()
+        if slo_target is not None:
+            values.update(slo.level_metrics(run.records, run.duration_s, values, slo_target))
+        values, not_finite = split_finite(values)
+        metrics = {name: d.metric(values[name])
+                   for name, d in {**LOAD_METRICS, **slo.SLO_METRICS}.items() if name in values}
+        info = {**run.info(), "prompt_seed": spec.seed, **({NOT_FINITE: not_finite} if not_finite else {})}
         try:
             run.check()
         except LoadFailed as exc:

@@ -19,8 +19,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
+from gpubench import prometheus
 from gpubench.loadgen.share import name_process
-from gpubench.servers import prometheus
 
 # who the server is (server_id.py) -> its gauges of requests running and of requests waiting
 GAUGES = {"vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),

@@ -107,13 +107,12 @@ def gpu_names() -> list[str]:
     return [gpu.name for gpu in _nvidia_smi()[0]]
 
 
-def collect(libraries=(), price_usd_per_hour: float | None = None) -> Environment:
-    """The block; `price_usd_per_hour` is the price the run's costs use (the runner resolves it)."""
+def collect(libraries=()) -> Environment:
+    """The block: where the run ran (its price is the run's, on run_started: the runner resolves it)."""
     gpus, driver = _nvidia_smi()
     fields: dict[str, object] = {name: os.environ.get(var) or None for name, var in IMAGE_VARS.items()}
     for name, var in LAUNCHER_VARS.items():
         fields[name] = os.environ.get(var) or None
-    fields["price_usd_per_hour"] = price_usd_per_hour
     return Environment(
         hostname_hash=hashlib.sha256(socket.gethostname().encode()).hexdigest()[:12],
         gpus=gpus,

@@ -6,8 +6,8 @@ int8_float16, large-v3-turbo fp16), the transformers ASR pipeline (large-v3 fp16
 batch 16, SDPA) and faster-whisper's sequential transcribe with beam 5. Each setup in its own
 process: load the model (not timed), a one-minute warm-up (the first 60 s of audio), then the wall
 time to transcribe every talk; speed as a multiple of real time, WER over all talks with Whisper's
-English normalizer, peak GPU memory sampled every 0.5 s. Audio hours per $ come from the catalog's
-cost basis (realtime_factor per 1k audio hours).
+English normalizer, peak GPU memory as NVML's used memory (the harness's sampler, every 50 ms). Audio hours
+per $ come from the catalog's cost basis (realtime_factor per 1k audio hours).
 
 --weights random builds the transformers setup from large-v3's shapes with random weights and feeds it
 synthetic audio (speed only, no WER). faster-whisper needs a real CTranslate2 model: a random one
@@ -20,7 +20,6 @@ short English clips of pytest-audioeval.
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +74,6 @@ class Config:
                                              " (as long as the TED set)", min=1)
     random_tokens_per_window: int = param(100, "random weights: tokens decoded per 30 s window (TED speech: ~100)",
                                           min=1)
-    memory_interval_s: float = param(0.5, "how often the GPU's used memory is sampled, seconds", min=0.01)
     device: str = param("auto", "where it runs", choices=("auto", "cpu", "cuda"))
     cpu_threads: int = param(0, "CPU runs: torch's and CTranslate2's threads; 0: their defaults", min=0)
     seed: int = param(0, "random seed of synthetic audio and random weights", min=0)
@@ -125,7 +123,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
             transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
         ctx.info.update(facts)
         ctx.dtype = facts["compute_type"]  # CTranslate2's (int8_float16, ...) or the torch pipeline's
-        metrics = measure(transcribe, clips, config, ctx, on_gpu=facts["device"].startswith("cuda"))
+        metrics = measure(transcribe, clips, config, ctx, facts["device"])
     metrics["model_load_s"] = load.seconds
     transcripts = metrics.pop("transcripts")
 
@@ -205,27 +203,23 @@ def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: P
     return transcribe, {**facts, "model": described}, True
 
 
-def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
-    """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
-    from gpubench.measure import gpu_memory as whisper_memory
+def measure(transcribe, clips: list, config: Config, ctx: SetupContext, device: str) -> dict:
+    """Warm-up on the first minute, then every clip in turn under one wall clock; NVML's used memory (the engine
+    may not be torch) at its peak over both."""
+    from gpubench.measure.gpu_memory import NVML_USED
     from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
-    sampler = None
-    if on_gpu:
-        try:
-            sampler = whisper_memory.GpuMemorySampler(config.memory_interval_s)
-        except Exception as exc:  # noqa: BLE001 - no pynvml or no NVML library: say so, measure the rest
-            ctx.info["memory"] = f"not measured: NVML unavailable ({type(exc).__name__}: {exc})"
-    with sampler or contextlib.nullcontext():
-        ctx.progress("warmup")
-        warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
-        transcribe(warmup)
-        transcripts = []
-        with timing.Timed(ctx, transcribe.torch_device, total=len(clips)) as timed:
-            for i, clip in enumerate(clips):
-                transcripts.append(transcribe(clip.audio))
-                ctx.progress("timed", done=i + 1, total=len(clips))
-        elapsed = timed.seconds
+    ctx.memory.reset(device)
+    ctx.progress("warmup")
+    warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
+    transcribe(warmup)
+    transcripts = []
+    with timing.Timed(ctx, transcribe.torch_device, total=len(clips)) as timed:
+        for i, clip in enumerate(clips):
+            transcripts.append(transcribe(clip.audio))
+            ctx.progress("timed", done=i + 1, total=len(clips))
+    elapsed = timed.seconds
+    metrics = ctx.memory.peak(device, NVML_USED)
     probe = getattr(transcribe, "decoder_probe", None)
     if probe is None:
         ctx.info["bandwidth"] = "not measured: CTranslate2 does not expose the decoder's step time"
@@ -236,15 +230,10 @@ def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: 
                                           " audio: decoder weights + cross- and self-attention KV per step",
                                  **decoder.pop("info", {})}
     audio_s = sum(clip.seconds for clip in clips)
-    metrics = {"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
-               "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts}
+    metrics.update({"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
+                    "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts})
     if probe is not None:
         metrics.update(decoder)
-    if sampler is not None:
-        metrics.update(whisper_memory.peak(ctx.info, sampler.peak_bytes, whisper_memory.NVML_USED))
-        ctx.info["memory"] = f"NVML device used memory, max of {sampler.samples} samples every {sampler.interval_s} s"
-    elif not on_gpu:
-        metrics.update(whisper_memory.peak(ctx.info, None))
     return metrics
 
 

@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpubench.launcher import errors
-from gpubench.launcher.client import api_errors, describe, make_client
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.redact import Redactor
-from gpubench.launcher.sweep_plan import Cell, Plan, load_plan
-from gpubench.launcher.sweep_store import Attempt, SweepStore, finished_status
+from .. import errors
+from ..errors import LaunchError
+from ..redact import Redactor
+from ..runcrate.client import api_errors, describe, make_client
+from .plan import Cell, Plan, load_plan
+from .store import Attempt, SweepStore, finished_status
 
 _SWEEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -71,15 +71,16 @@ def sweep(o: SweepOptions) -> int:
 
 async def _sweep(o: SweepOptions) -> int:
     from gpubench.gpu_fit import why_unfit
-    from gpubench.launcher import sweep_slurm
-    from gpubench.launcher.launch import LaunchOptions, build_plan, check_store, fetch_types, run_launches
-    from gpubench.launcher.pace import Pace
-    from gpubench.launcher.plan import GpuChoice, resolve_gpu, resolve_workload
-    from gpubench.launcher.progress import ProgressView
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
+    from ..launch import LaunchOptions, build_plan, check_store, fetch_types, run_launches
+    from ..pace import Pace
+    from ..plan import GpuChoice, resolve_gpu, resolve_workload
+    from ..progress import ProgressView
+    from ..slurm import sweep as slurm_sweep
+
     plan = load_plan(o.plan)
-    cluster = sweep_slurm.slurm_config(plan, o.slurm_python)  # None: Runcrate
+    cluster = slurm_sweep.slurm_config(plan, o.slurm_python)  # None: Runcrate
     sweep_id = o.sweep_id or plan.sweep_id
     if not _SWEEP_ID.match(sweep_id):
         raise LaunchError(f"bad --sweep-id {sweep_id!r}: 1-64 of a-z, 0-9 and '-'")
@@ -109,7 +110,7 @@ async def _sweep(o: SweepOptions) -> int:
                 choice = GpuChoice(requested=cell.gpu, gpu_type=cell.gpu, count=spec.gpu_count, rows=())
             elif cluster:
                 try:
-                    choice = sweep_slurm.gpu_choice(cluster, cell.gpu, spec)
+                    choice = slurm_sweep.gpu_choice(cluster, cell.gpu, spec)
                 except LaunchError as exc:
                     raise LaunchError(f"{cell.label}: {exc}") from None
             else:
@@ -128,13 +129,13 @@ async def _sweep(o: SweepOptions) -> int:
                                 where.cell_store(path))
             launch.extra_tags = {"gpubench_sweep": sweep_id, "gpubench_cell": path}
             if cluster:
-                sweep_slurm.attach(launch, cluster, spec.expected(cell.smoke), plan.max_runtime_minutes)
+                slurm_sweep.attach(launch, cluster, spec.expected(cell.smoke), plan.max_runtime_minutes)
             cells.append(PlannedCell(cell, path, launch))
             unfit[path] = why_unfit(spec, choice.gpu_type, choice.count, cell.setups, cell.smoke)
         checked = None
         if cluster:  # the partitions exist and the controller answers, before anything is submitted
             try:
-                await asyncio.to_thread(sweep_slurm.check_partitions, cluster, {c.run.candidates[0].requested
+                await asyncio.to_thread(slurm_sweep.check_partitions, cluster, {c.run.candidates[0].requested
                                                                                 for c in cells})
             except LaunchError as exc:
                 if not o.dry_run or "not installed" not in str(exc):
@@ -170,7 +171,7 @@ async def _sweep(o: SweepOptions) -> int:
             for c in todo:
                 if c.adopt is not None:  # the killed launcher's partial folder: the job's log is read again
                     shutil.rmtree(Path(c.launch.results_dir) / c.run.run_id, ignore_errors=True)
-            from gpubench.launcher.context import SharedCap
+            from ..context import SharedCap
 
             outcomes = await run_launches(
                 client, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
@@ -188,17 +189,17 @@ async def _sweep(o: SweepOptions) -> int:
 async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepStore, cells: list[PlannedCell],
                        attempts: list[Attempt], cluster, pace, redact, checked: str | None) -> int:
     """The rest of a [slurm] sweep: its cap in GPU-hours, its left-behind jobs from squeue, then the run itself."""
-    from gpubench.launcher import sweep_slurm
-    from gpubench.launcher.launch import check_store, run_launches
-    from gpubench.launcher.progress import ProgressView
+    from ..launch import check_store, run_launches
+    from ..progress import ProgressView
+    from ..slurm import sweep as slurm_sweep
 
     for c in cells:
         c.cost_usd = None  # an owned cluster's jobs cost no dollars here; GPU-hours are in each job.json
     spent = sum(a.gpu_hours for a in attempts)
-    worst = sum(sweep_slurm.gpu_hours(c) for c in cells if c.to_launch)
-    over = sweep_slurm.over_gpu_hours(cluster, worst, spent)
+    worst = sum(slurm_sweep.gpu_hours(c) for c in cells if c.to_launch)
+    over = slurm_sweep.over_gpu_hours(cluster, worst, spent)
     if o.dry_run:
-        sweep_slurm.print_matrix(plan, sweep_id, where.url, cells, cluster, spent,
+        slurm_sweep.print_matrix(plan, sweep_id, where.url, cells, cluster, spent,
                                  {c.path: where.cell_store(c.path) for c in cells}, checked)
         if over:
             raise LaunchError(over)
@@ -206,7 +207,7 @@ async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepS
     if over:
         raise LaunchError(over)
     ended = {a.run_id for a in attempts if a.ended}
-    sweep_slurm.adopt(cells, await asyncio.to_thread(sweep_slurm.left_behind, sweep_id, ended))
+    slurm_sweep.adopt(cells, await asyncio.to_thread(slurm_sweep.left_behind, sweep_id, ended))
     todo = [c for c in cells if c.to_launch]
     view = ProgressView(verbose=o.verbose)
     for c in cells:
@@ -353,7 +354,7 @@ def print_matrix(plan: Plan, sweep_id: str, url: str, cells: list[PlannedCell], 
                  offline: bool = False) -> None:
     from rich.table import Table
 
-    from gpubench.launcher.show import _console
+    from ..show import _console
 
     console = _console()
     console.print(f"sweep         {sweep_id} (plan {plan.source})", markup=False)

@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gpubench.launcher.follow import retry_after_s
-from gpubench.launcher.redact import Redactor
+from ..redact import Redactor
+from .follow import retry_after_s
 
 
 class CountedCalls:

@@ -5,7 +5,7 @@ default), timed from the create call's return to API running, to the first SSH, 
 CUDA matmul (the in-container `gpubench run first-matmul` step: import torch, CUDA context, a
 4096x4096 matmul; its ok result record arriving at the launcher marks the time, so it includes
 reading the output over SSH). On a stock template (no --template) the launch script first installs
-uv, torch and gpubench (launcher/bootstrap.py): that is inside "first CUDA op", as in the study, and
+uv, torch and gpubench (launcher/runcrate/bootstrap.py): that is inside "first CUDA op", as in the study, and
 each step is also its own `bootstrap_<step>_s` metric. The failures met on
 the way (4xx/5xx on create, 429s) are counted. All of it becomes one result record, setup
 "launch", next to the container's own records, so it is stored and summarized like any benchmark.
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubench.launcher.bootstrap import bootstrap_phases
 from gpubench.schema import Metric, SetupResult, parse_record
+
+from .bootstrap import bootstrap_phases
 
 SETUP = "launch"
 

@@ -6,7 +6,7 @@ checked against /instances/types by the sweep itself.
     max_usd = 20.0               # the whole sweep, worst case
     capacity_wait_minutes = 10   # optional: how long each job may wait for a free GPU
     max_runtime_minutes = 30     # optional: each job's safety net (default: the workload's), the worst case's base
-    [slurm]                      # optional: the cells go to this Slurm cluster instead (slurm_plan.py); no max_usd
+    [slurm]                      # optional: the cells go to this Slurm cluster instead (slurm/plan.py); no max_usd
     [[cell]]
     workload = "train-compile"
     gpus = ["H100", "L40S", "RTX5090"]
@@ -29,10 +29,11 @@ from typing import Annotated, Any, ClassVar
 import click
 from pydantic import Field
 
-from gpubench.launcher.errors import LaunchError, Table, read_table
-from gpubench.launcher.plan import check_overrides, resolve_setups, resolve_workload, run_command
-from gpubench.launcher.run_check import check_run_command
 from gpubench.run_args import RunArgs
+
+from ..errors import LaunchError, Table, read_table
+from ..plan import check_overrides, resolve_setups, resolve_workload, run_command
+from ..run_check import check_run_command
 
 # The `gpubench run` arguments a cell may pass through (as `gpubench-launch WORKLOAD` takes them).
 CELL_ARGS = ("smoke", "setups", "repeats", "overrides", "weights")
@@ -69,7 +70,7 @@ class Plan:
     capacity_wait_minutes: int | None = None
     max_runtime_minutes: int | None = None
     source: str = ""
-    slurm: dict | None = None  # the [slurm] table: the cells are batch jobs on that cluster (slurm_plan.py)
+    slurm: dict | None = None  # the [slurm] table: the cells are batch jobs on that cluster (slurm/plan.py)
 
     @property
     def sweep_id(self) -> str:
@@ -93,7 +94,7 @@ class PlanTable(Table):
     capacity_wait_minutes: Annotated[int, Field(ge=0, le=1440)] | None = None
     max_runtime_minutes: Annotated[int, Field(ge=1, le=10080)] | None = None
     cell: list[dict[str, Any]] = []
-    slurm: Any = None  # checked by slurm_plan.parse_slurm
+    slurm: Any = None  # checked by slurm.plan.parse_slurm
 
 
 class CellTable(Table):

@@ -15,13 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpubench.launcher import errors, slurm
-from gpubench.launcher.context import Launch
-from gpubench.launcher.plan import RunPlan
-from gpubench.launcher.results import RunFolder, RunOutcome
-from gpubench.launcher.slurm_plan import BatchJob, batch_for
 from gpubench.run.ingest import LineAssembler
 from gpubench.schema import SetupResult
+
+from .. import errors
+from ..context import Launch
+from ..plan import RunPlan
+from ..results import RunFolder, RunOutcome
+from . import commands
+from .plan import BatchJob, batch_for
 
 ENDED_OK = "COMPLETED"
 
@@ -54,7 +56,7 @@ class OutputFollower:
 
 
 class SlurmRun:
-    def __init__(self, launch: Launch, run: RunPlan, adopt: slurm.SlurmJob | None = None):
+    def __init__(self, launch: Launch, run: RunPlan, adopt: commands.SlurmJob | None = None):
         self.launch = launch
         self.run = run
         self.adopt = adopt  # a job an earlier call submitted (found by its comment): followed, not submitted again
@@ -62,7 +64,7 @@ class SlurmRun:
         self.pace = launch.pace
         self.run_id = run.run_id
         self.job_id: str | None = None
-        self.state: slurm.SlurmJob | None = None
+        self.state: commands.SlurmJob | None = None
         self.stopped_by: str | None = None
         self.cancel_confirmed: bool | None = None
         self.submitted_at: float | None = None  # monotonic, when this call submitted it (None when followed again)
@@ -88,8 +90,8 @@ class SlurmRun:
             batch.script_path.write_text(batch.script())
             self.view.update(self.run_id, status="submitting")
             try:
-                self.job_id = await slurm.call(slurm.submit, str(batch.script_path), plan.results_dir)
-            except slurm.SlurmError as exc:
+                self.job_id = await commands.call(commands.submit, str(batch.script_path), plan.results_dir)
+            except commands.SlurmError as exc:
                 self.view.update(self.run_id, status="refused")
                 return RunOutcome(self.run_id, errors.BAD_INPUT, "refused", message=str(exc), launched=False)
             self.submitted_at = time.monotonic()
@@ -144,8 +146,8 @@ class SlurmRun:
     async def poll(self, batch: BatchJob) -> bool:
         """Read the job's state from the controller; whether it ended."""
         try:
-            state = await slurm.call(slurm.job, self.job_id)
-        except slurm.SlurmError as exc:
+            state = await commands.call(commands.job, self.job_id)
+        except commands.SlurmError as exc:
             self.view.update(self.run_id, status=f"slurm not answering: {exc}"[:80])
             return False
         if state is None:  # the controller forgot it (ended over MinJobAge ago): the job's exit file says
@@ -177,12 +179,12 @@ class SlurmRun:
             try:
                 if self.state is None or self.state.state == "PENDING" or time.monotonic() >= hard:
                     if not killed:
-                        await slurm.call(slurm.cancel, self.job_id)
+                        await commands.call(commands.cancel, self.job_id)
                         killed = True
                 elif not signalled:
-                    await slurm.call(slurm.cancel, self.job_id, "INT")
+                    await commands.call(commands.cancel, self.job_id, "INT")
                     signalled = True
-            except slurm.SlurmError as exc:
+            except commands.SlurmError as exc:
                 self.notes.append(f"scancel: {exc}")
             if await self.poll(batch):
                 self.cancel_confirmed = True
@@ -197,7 +199,7 @@ class SlurmRun:
         if self.job_id is None or (self.state is not None and not self.state.live):
             return
         with contextlib.suppress(BaseException):  # best effort on the way out
-            await asyncio.wait_for(slurm.call(slurm.cancel, self.job_id), timeout=30)
+            await asyncio.wait_for(commands.call(commands.cancel, self.job_id), timeout=30)
 
     # --- the end -------------------------------------------------------------------------------
     def facts(self, batch: BatchJob, follower: OutputFollower) -> dict[str, Any]:
@@ -206,7 +208,7 @@ class SlurmRun:
         with contextlib.suppress(OSError, ValueError):
             exit_code = int(exit_file.read_text().strip())
         if exit_code is None:
-            exit_code = slurm.exit_code(self.job_id)
+            exit_code = commands.exit_code(self.job_id)
         state = self.state
         plan = self.launch.plan
         gpu = plan.slurm.gpu(self.run.candidates[0].requested)

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from gpubench.launcher.errors import LaunchError
+from ..errors import LaunchError
 
 TIMEOUT_S = float(os.environ.get("GPUBENCH_SLURM_TIMEOUT_S", "30"))
 _FIELDS = ("%i", "%T", "%r", "%P", "%N", "%M", "%j", "%o", "%k")  # the comment last: it may hold any text

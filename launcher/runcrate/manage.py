@@ -7,12 +7,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from gpubench.launcher import errors
-from gpubench.launcher.client import api_errors, describe, make_client
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.follow import LostContact
-from gpubench.launcher.lookup import find_run
-from gpubench.launcher.redact import Redactor
+from .. import errors
+from ..errors import LaunchError
+from ..redact import Redactor
+from .client import api_errors, describe, make_client
+from .follow import LostContact
+from .lookup import find_run
 
 
 def _run(coro) -> int:
@@ -40,7 +40,7 @@ async def _status(run_id: str, results_dir: str) -> int:
         kind, thing = await _find(client, run_id, redact)
         recovered = None
         if kind == "job":  # a launcher that died leaves the end of the records to the job's artifacts
-            from gpubench.launcher.artifacts import resume_folder
+            from .artifacts import resume_folder
 
             recovered = await resume_folder(client, thing, run_id, results_dir, redact)
     finally:
@@ -49,7 +49,7 @@ async def _status(run_id: str, results_dir: str) -> int:
     out.write(f"run        {run_id}\n")
     if kind == "job":
         job = thing
-        from gpubench.launcher.jobs import job_region
+        from .jobs import job_region
 
         out.write(f"job        {job.id}\nstatus     {job.status}\n")
         out.write(f"gpu        {job.gpu_type}:{job.gpu_count}  candidates "
@@ -82,8 +82,8 @@ async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
         if kind != "job":
             local = Path(results_dir) / run_id / "run.log"
             raise LaunchError(f"run {run_id} ran on an instance; its output is in {local} and results.jsonl")
-        from gpubench.launcher.follow import LogFollower
-        from gpubench.launcher.pace import Pace
+        from ..pace import Pace
+        from .follow import LogFollower
 
         def emit(line: str) -> None:
             sys.stdout.write(line + "\n")
@@ -98,7 +98,7 @@ async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
         except LostContact as exc:
             raise LaunchError(f"cannot read the logs of job {thing.id}: {exc}") from None
         if follower.done and (Path(results_dir) / run_id).is_dir():  # a launcher died: complete its folder
-            from gpubench.launcher.artifacts import resume_folder
+            from .artifacts import resume_folder
 
             job = await client.jobs.get(thing.id)
             recovered = await resume_folder(client, job, run_id, results_dir, redact)
@@ -114,8 +114,8 @@ def cancel(run_id: str) -> int:
 
 
 async def _cancel(run_id: str) -> int:
-    from gpubench.launcher.pace import Pace
-    from gpubench.launcher.stopping import cancel_job, terminate_instance
+    from ..pace import Pace
+    from .stopping import cancel_job, terminate_instance
 
     redact = Redactor()
     pace = Pace.from_env()

@@ -1,4 +1,4 @@
-"""A sweep whose plan has a [slurm] table: the same cells, store, resume and view as on Runcrate (sweep.py), each
+"""A sweep whose plan has a [slurm] table: the same cells, store, resume and view as on Runcrate (sweep/run.py), each
 cell one batch job on the cluster. What differs is here: GPU names map to partitions (checked against `sinfo`
 before anything is submitted), the cap is GPU-hours (each job at its --time, worst case), and the jobs a killed
 launcher left are found by their comment in `squeue` (which lists ended jobs for the controller's MinJobAge).
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubench.launcher import slurm
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.plan import GpuChoice
-from gpubench.launcher.slurm_plan import (
+from ..errors import LaunchError
+from ..plan import GpuChoice
+from . import commands
+from .plan import (
     SIDE_DIR,
     SlurmConfig,
     comment_fields,
@@ -32,7 +32,7 @@ def slurm_config(plan, python: str | None) -> SlurmConfig | None:
 
 def gpu_choice(slurm_cfg: SlurmConfig, gpu: str, spec) -> GpuChoice:
     """A plan's GPU name through [slurm.gpus] (no prices: a cluster's GPUs are counted in GPU-hours)."""
-    from gpubench.launcher.plan import split_count
+    from ..plan import split_count
 
     name, count = split_count(gpu, spec.gpu_count)
     mapped = slurm_cfg.gpu(name)
@@ -41,7 +41,7 @@ def gpu_choice(slurm_cfg: SlurmConfig, gpu: str, spec) -> GpuChoice:
 
 def check_partitions(slurm_cfg: SlurmConfig, names: set[str]) -> None:
     """Each mapped partition exists and is up, asking the controller (one line, exit 2, when it does not answer)."""
-    found = slurm.partitions()
+    found = commands.partitions()
     for gpu in sorted(names):
         partition = slurm_cfg.gpu(gpu).partition
         if partition not in found:
@@ -73,17 +73,17 @@ def over_gpu_hours(slurm_cfg: SlurmConfig, worst: float, spent: float) -> str | 
             " lower time_margin_minutes")
 
 
-def left_behind(sweep_id: str, stored: set[str]) -> dict[str, list[slurm.SlurmJob]]:
+def left_behind(sweep_id: str, stored: set[str]) -> dict[str, list[commands.SlurmJob]]:
     """The sweep's jobs in squeue whose runs are not stored as ended (a launcher died following them), by cell."""
-    found: dict[str, list[slurm.SlurmJob]] = {}
-    for job in slurm.jobs("gpubench,"):
+    found: dict[str, list[commands.SlurmJob]] = {}
+    for job in commands.jobs("gpubench,"):
         fields = comment_fields(job.comment)
         if fields.get("sweep") == sweep_id and fields.get("run") and fields["run"] not in stored:
             found.setdefault(fields.get("cell", ""), []).append(job)
     return found
 
 
-def adopt(cells, left: dict[str, list[slurm.SlurmJob]]) -> None:
+def adopt(cells, left: dict[str, list[commands.SlurmJob]]) -> None:
     """A pending cell with a job an earlier call left, live or completed, follows it (the newest) rather than
     submitting again; one that failed, timed out or was cancelled is submitted again. Only jobs whose batch script
     lies under this call's results folder: their output is where this call reads it."""
@@ -103,7 +103,7 @@ def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, s
     """--dry-run: each cell's sbatch command, its script's job command, and what it waits for."""
     from rich.table import Table
 
-    from gpubench.launcher.show import _console
+    from ..show import _console
 
     console = _console()
     console.print(f"sweep         {sweep_id} (plan {plan.source})", markup=False)

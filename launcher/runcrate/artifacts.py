@@ -19,10 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpubench.launcher.client import api_errors, describe
-from gpubench.launcher.redact import Redactor
 from gpubench.schema import parse_record
 from gpubench.stores import RECORDS_FILE
+
+from ..redact import Redactor
+from .client import api_errors, describe
 
 
 def record_key(line: str) -> str | None:

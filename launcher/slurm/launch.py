@@ -8,9 +8,9 @@ import asyncio
 import tomllib
 from pathlib import Path
 
-from gpubench.launcher import errors
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.slurm_plan import SlurmConfig, describe_batch, parse_slurm
+from .. import errors
+from ..errors import LaunchError
+from .plan import SlurmConfig, describe_batch, parse_slurm
 
 
 def load_cluster(path: str, python: str | None) -> SlurmConfig:
@@ -27,8 +27,8 @@ def load_cluster(path: str, python: str | None) -> SlurmConfig:
 
 
 async def launch_on_slurm(o, spec, setups, store, pace, redact) -> int:
-    from gpubench.launcher.launch import build_plan, check_store, run_plan
-    from gpubench.launcher.sweep_slurm import attach, check_partitions, gpu_choice
+    from ..launch import build_plan, check_store, run_plan
+    from .sweep import attach, check_partitions, gpu_choice
 
     cluster = load_cluster(o.slurm, o.slurm_python)
     gpus = [gpu_choice(cluster, g, spec) for g in o.gpus]
@@ -52,13 +52,13 @@ async def launch_on_slurm(o, spec, setups, store, pace, redact) -> int:
 
 
 def _one_run_each(plan, gpu):
-    from gpubench.launcher.plan import new_runs
+    from ..plan import new_runs
 
     return new_runs(plan.workload, [gpu], each=True)
 
 
 def _print(plan, cluster: SlurmConfig, store, checked: str | None) -> None:
-    from gpubench.launcher.show import _console
+    from ..show import _console
 
     console = _console()
     console.print(f"workload      {plan.workload.name} ({plan.workload.title})", markup=False)

@@ -5,7 +5,7 @@ The API answers chunks (raw fragments with an increasing `seq`) and a `cursor` t
 `after`. The output is stdout and stderr combined, with nothing saying which a chunk came from: the
 fragments are joined in order and cut into lines, and ingest.RecordStream finds the records among them.
 A read with follow=true is held by the server until there is output or the job ended;
-`done` says the job ended and everything was read. Reads are paced (see pace.py): one that came
+`done` says the job ended and everything was read. Reads are paced (see launcher/pace.py): one that came
 back empty is not repeated sooner than `idle_gap_s` after the previous one started.
 """
 
@@ -15,10 +15,11 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from gpubench.launcher.client import api_errors, describe
-from gpubench.launcher.pace import Pace
-from gpubench.launcher.redact import Redactor
 from gpubench.run.ingest import LineAssembler
+
+from ..pace import Pace
+from ..redact import Redactor
+from .client import api_errors, describe
 
 
 class LostContact(Exception):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gpubench.launcher.client import api_errors
-from gpubench.launcher.lookup import GONE_INSTANCE
+from .client import api_errors
+from .lookup import GONE_INSTANCE
 
 
 async def cancel_job(client, job_id: str, timeout_s: float, gap_s: float):

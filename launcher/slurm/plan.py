@@ -26,8 +26,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from gpubench.launcher.errors import LaunchError, Table, read_table
 from gpubench.registry import UnknownName
+
+from ..errors import LaunchError, Table, read_table
 
 CONTAINERS = ("pyxis", "apptainer")
 SIDE_DIR = ".slurm"  # beside the run folders: each run's batch script, Slurm output file and exit code

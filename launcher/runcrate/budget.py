@@ -26,8 +26,8 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.pace import _env_float
+from ..errors import LaunchError
+from ..pace import _env_float
 
 _LANE = re.compile(r"/api/v1/(?:jobs|instances|job-groups)/([^/?]+)")
 _NOT_A_JOB = {"uploads", "types"}

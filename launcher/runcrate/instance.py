@@ -19,15 +19,16 @@ import shlex
 import time
 from typing import Any
 
-from gpubench.launcher import errors
-from gpubench.launcher.calls import CountedCalls
-from gpubench.launcher.client import api_errors, describe
-from gpubench.launcher.context import Launch
-from gpubench.launcher.plan import RunPlan
-from gpubench.launcher.results import RunFolder, RunOutcome
-from gpubench.launcher.state import LaunchState
 from gpubench.run.ingest import LineAssembler
 from gpubench.schema import SetupResult
+
+from .. import errors
+from ..context import Launch
+from ..plan import RunPlan
+from ..results import RunFolder, RunOutcome
+from ..state import LaunchState
+from .calls import CountedCalls
+from .client import api_errors, describe
 
 RUNNING = ("running", "deployed")
 GONE = ("terminated", "failed", "stopped", "deleted", "error")
@@ -488,8 +489,9 @@ class InstanceRun:
         return folder.records_code()
 
     def feed_study_record(self, folder: RunFolder, error: str | None = None) -> None:
-        from gpubench.launcher.first_matmul import launch_record
         from gpubench.schema import to_line
+
+        from .first_matmul import launch_record
 
         record = launch_record(self, error)
         folder.feed(to_line(record))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 
-from gpubench.launcher.budget import process_budget
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.redact import Redactor
+from ..errors import LaunchError
+from ..redact import Redactor
+from .budget import process_budget
 
 # What a key looks like: the SDK insists on the prefix; anything else here (spaces, a newline)
 # would end up in an HTTP header error message, so it is refused first.

@@ -10,13 +10,13 @@ import contextlib
 import time
 from typing import Any
 
-from gpubench.launcher import errors
-from gpubench.launcher.client import api_errors, describe
-from gpubench.launcher.context import Launch
-from gpubench.launcher.follow import ErrorClock, LogFollower, LostContact
-from gpubench.launcher.plan import RunPlan
-from gpubench.launcher.results import RunFolder, RunOutcome
-from gpubench.launcher.state import LaunchState, launcher_tag
+from .. import errors
+from ..context import Launch
+from ..plan import RunPlan
+from ..results import RunFolder, RunOutcome
+from ..state import LaunchState, launcher_tag
+from .client import api_errors, describe
+from .follow import ErrorClock, LogFollower, LostContact
 
 STOP_REASONS = {
     "max-cost": "--max-cost reached",
@@ -244,7 +244,7 @@ class JobRun:
     # --- stopping ----------------------------------------------------------------------------
     async def cancel_and_confirm(self, why: str) -> None:
         """Cancel, then read the status until the API shows the job ended (cancelled, or ended on its own)."""
-        from gpubench.launcher.stopping import cancel_job
+        from .stopping import cancel_job
 
         job_id = self.job.id
         self.view.update(self.run_id, status="cancelling")
@@ -320,7 +320,7 @@ class JobRun:
         return f is None or not f.done or f.truncated or folder.stream.finished is None
 
     async def recover(self, folder: RunFolder) -> dict[str, Any]:
-        from gpubench.launcher.artifacts import describe_counts, recover_into
+        from .artifacts import describe_counts, recover_into
 
         got = await recover_into(self.client, self.job.id, self.run_id, folder.path, folder.feed, self.launch.redact)
         if got.get("recovered_from"):

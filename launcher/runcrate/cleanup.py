@@ -13,12 +13,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.launcher import errors
-from gpubench.launcher.client import api_errors, describe, make_client
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.lookup import GONE_INSTANCE, LIVE_JOB, run_id_of_name
-from gpubench.launcher.redact import Redactor
-from gpubench.launcher.state import all_states, launcher_alive
+from .. import errors
+from ..errors import LaunchError
+from ..redact import Redactor
+from ..state import all_states, launcher_alive
+from .client import api_errors, describe, make_client
+from .lookup import GONE_INSTANCE, LIVE_JOB, run_id_of_name
 
 
 @dataclass
@@ -66,8 +66,8 @@ async def survey(client, states: dict[str, dict]) -> list[Found]:
 
 
 async def _cleanup(all_hosts: bool, dry_run: bool) -> int:
-    from gpubench.launcher.pace import Pace
-    from gpubench.launcher.stopping import cancel_job, terminate_instance
+    from ..pace import Pace
+    from .stopping import cancel_job, terminate_instance
 
     redact = Redactor()
     pace = Pace.from_env()
