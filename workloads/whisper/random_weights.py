@@ -107,13 +107,14 @@ def ctranslate2_model(size: str, seed: int, cache: Path | None = None) -> Path:
     them, so loading converts what a real model's load converts. Made once per (size, seed, CTranslate2
     version) on the CPU and kept under `cache` (default $XDG_CACHE_HOME/gpubench/whisper-ct2)."""
     import ctranslate2
-    import torch
-    from transformers import WhisperFeatureExtractor
 
     root = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpubench" / "whisper-ct2"
     folder = root / f"{size}-seed{seed}-ctranslate2-{ctranslate2.__version__}"
     if (folder / "model.bin").is_file():
         return folder
+    import torch
+    from transformers import WhisperFeatureExtractor
+
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{folder.name}-", dir=root) as scratch:
         checkpoint = Path(scratch) / "transformers"
