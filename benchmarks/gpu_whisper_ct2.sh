@@ -18,9 +18,6 @@ PART=${1:-}
 CPU=${WHISPER_CT2_CPU:-0}
 WORK=${WHISPER_CT2_WORK:-/tmp/whisper-ct2}
 SETUPS_FW=fw-turbo-fp16-b16,fw-large-v3-fp16-b16,fw-large-v3-int8-b16,fw-large-v3-fp16-seq
-mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1
-export XDG_CACHE_HOME=$WORK/cache  # the converted models, for the harness's setups and the bare script alike
 
 case "$PART" in
   wheels)  # here, not on the device: the two wheels the device lacks, at the image's pins (images/whisper)
@@ -31,6 +28,10 @@ case "$PART" in
   prepare|harness|bare) ;;
   *) echo "usage: $0 wheels|prepare|harness|bare (docs/gpu-whisper.md)" >&2; exit 2 ;;
 esac
+
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1
+export XDG_CACHE_HOME=$WORK/cache  # the converted models, for the harness's setups and the bare script alike
 
 if [ "$CPU" = 1 ]; then
   PY=${PYTHON:-.venv/bin/python}
