@@ -114,6 +114,37 @@ rm -rf "$WORK/dist" "$WORK/repaired"
 LD_LIBRARY_PATH="$install/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   "$venv/bin/auditwheel" repair -w "$WORK/repaired" "$WORK"/dist/ctranslate2-*.whl >"$WORK/auditwheel.log" 2>&1 \
   || { cat "$WORK/auditwheel.log" >&2; exit 1; }
+
+# 5. What the device will need, checked here: no CUDA library in NEEDED (cuBLAS is loaded by name: the
+#    libcublas.so.13 string), no undefined cuBLAS/CUDA symbol, sm_90 machine code only, and the wheel imports
+#    under Python 3.12 with no GPU (0 CUDA devices, the CPU's compute types).
+wheel=$(ls "$WORK"/repaired/ctranslate2-*.whl)
+cuobjdump=$WORK/cuobjdump/cuobjdump  # CUDA_BASE has none: PyPI's, only to list the library's cubins
+if [ ! -x "$cuobjdump" ]; then
+  mkdir -p "$WORK/cuobjdump"
+  echo "nvidia-cuda-cuobjdump==13.2.51 --hash=sha256:95c69d3ddf0c2c1f535ec44c3433a66aeee19f588d9d22f73356e20b25f12b50" \
+    >"$WORK/cuobjdump/requirements.txt"
+  python3 -m pip download -q --no-deps --require-hashes -d "$WORK/cuobjdump" -r "$WORK/cuobjdump/requirements.txt"
+  unzip -q -o -j "$WORK"/cuobjdump/nvidia_cuda_cuobjdump-*.whl 'nvidia/cu13/bin/cuobjdump' -d "$WORK/cuobjdump"
+  chmod +x "$cuobjdump"
+fi
+rm -rf "$WORK/check" && mkdir -p "$WORK/check" && unzip -q "$wheel" -d "$WORK/check"
+lib=$(ls "$WORK"/check/ctranslate2.libs/libctranslate2-*.so*)
+needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+echo "libctranslate2 NEEDED: $needed"
+case " $needed " in *cublas*|*cudnn*|*cudart*|*libcuda.so*) echo "a CUDA library is linked: $needed" >&2; exit 1 ;; esac
+grep -q -a -x 'libcublas.so.13' <(strings -n 8 "$lib") || { echo "libcublas.so.13 is not what it loads" >&2; exit 1; }
+undefined=$(nm -D --undefined-only "$lib" | awk '{print $2}' | grep -E '^(cublas|cuda|cu[A-Z])' || true)
+[ -z "$undefined" ] || { echo "undefined CUDA symbols: $undefined" >&2; exit 1; }
+archs=$("$cuobjdump" --list-elf "$lib" | sed -n 's/.*\.\(sm_[0-9a-z]*\)\.cubin$/\1/p' | sort | uniq -c)
+echo "cubins: $archs"
+[ "$(echo "$archs" | awk '{print $2}' | sort -u)" = sm_90 ] || { echo "not sm_90 only: $archs" >&2; exit 1; }
+"$venv/bin/pip" install -q numpy pyyaml
+(cd "$WORK" && "$venv/bin/python" -c "
+import sys; sys.path.insert(0, 'check')
+import ctranslate2
+print('import ok:', ctranslate2.__version__, 'cuda devices', ctranslate2.get_cuda_device_count(),
+      'cpu compute types', sorted(ctranslate2.get_supported_compute_types('cpu')))")
 rm -f "$OUT_DIR"/ctranslate2-*.whl
-cp "$WORK"/repaired/ctranslate2-*.whl "$OUT_DIR/"
+cp "$wheel" "$OUT_DIR/"
 ls -l "$OUT_DIR"/ctranslate2-*.whl
