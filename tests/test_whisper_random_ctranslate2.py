@@ -75,3 +75,23 @@ def test_a_random_run_converts_loads_and_decodes_the_studys_work(tmp_path):
         assert row["info"]["wer"].startswith("not reported: random weights")
     assert [p.name for p in (tmp_path / "gpubench" / "whisper-ct2").iterdir()] == [
         rows["fw-turbo-fp16-b16"]["info"]["model"].split("(")[1].rstrip(")")]  # one conversion, kept
+
+
+def test_the_bare_scripts_decoding_is_the_harness_s(converted):
+    """benchmarks/whisper_bare.py writes the random-weight options out itself (it imports nothing of gpubench):
+    they must stay the engine's, or its peer figure measures other work."""
+    import importlib.util
+    from pathlib import Path
+
+    from faster_whisper import WhisperModel
+
+    spec = importlib.util.spec_from_file_location(
+        "whisper_bare", Path(__file__).resolve().parent.parent / "benchmarks" / "whisper_bare.py")
+    bare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bare)
+    folder, _ = converted
+    model = WhisperModel(str(folder), device="cpu", compute_type="float32", cpu_threads=1)
+    for mode in ("batched", "sequential"):
+        for samples in (16000 * 65, 16000 * 600):
+            expected = {"language": "en", **whisper_engines.fixed_work(model, mode, 100, samples)}
+            assert bare.decoding_options(model, mode, 100, samples, "en") == expected

@@ -37,17 +37,6 @@ def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, c
              "ctranslate2": ctranslate2.__version__}
     options = {"language": config.language}
     if fixed_tokens is not None:
-        first_special = model.hf_tokenizer.token_to_id("<|endoftext|>")
-        special = list(range(first_special, model.hf_tokenizer.get_vocab_size()))
-        options.update(suppress_tokens=special, without_timestamps=True, temperature=0.0, no_speech_threshold=None)
-        # the prompt of each window: <|startoftranscript|>(, language, task), <|notimestamps|>; sequential
-        # windows add <|startofprev|> and the previous text (the first: `fixed_tokens` text tokens)
-        start = 1 + (3 if model.model.is_multilingual else 1)
-        if mode == "batched":
-            options["max_new_tokens"] = max_new_tokens_for(fixed_tokens, start)
-        else:
-            options["initial_prompt"] = list(range(fixed_tokens))
-            options["max_new_tokens"] = max_new_tokens_for(fixed_tokens, 1 + fixed_tokens + start)
         facts["random_weights_decoding"] = (f"{fixed_tokens} text tokens per 30 s window (special tokens "
                                             "suppressed), no timestamps, temperature 0 only"
                                             + (", fixed 30 s windows (no VAD)" if mode == "batched" else ""))
@@ -55,19 +44,36 @@ def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, c
         pipeline = BatchedInferencePipeline(model=model)
 
         def transcribe(audio) -> str:
-            windows = {}
-            if fixed_tokens is not None:
-                windows = {"vad_filter": False, "clip_timestamps": fixed_windows(len(audio))}
-            segments, _ = pipeline.transcribe(audio, batch_size=config.batch_size, **options, **windows)
+            fixed = fixed_work(model, mode, fixed_tokens, len(audio)) if fixed_tokens is not None else {}
+            segments, _ = pipeline.transcribe(audio, batch_size=config.batch_size, **options, **fixed)
             return joined(transcribe, segments)
         facts["decoding"] = f"batch_size={config.batch_size}, language={config.language}"
     else:
         def transcribe(audio) -> str:
-            segments, _ = model.transcribe(audio, beam_size=config.beam_size, **options)
+            fixed = fixed_work(model, mode, fixed_tokens, len(audio)) if fixed_tokens is not None else {}
+            segments, _ = model.transcribe(audio, beam_size=config.beam_size, **options, **fixed)
             return joined(transcribe, segments)
         facts["decoding"] = f"beam_size={config.beam_size}, language={config.language}"
     transcribe.decoded_tokens = 0
     return transcribe, facts
+
+
+def fixed_work(model, mode: str, tokens: int, samples: int) -> dict:
+    """faster-whisper's transcribe options that make a random-weight `model` decode exactly `tokens` text tokens in
+    every 30 s window of `samples` of audio (the module's docstring says why each)."""
+    first_special = model.hf_tokenizer.token_to_id("<|endoftext|>")
+    options = {"suppress_tokens": list(range(first_special, model.hf_tokenizer.get_vocab_size())),
+               "without_timestamps": True, "temperature": 0.0, "no_speech_threshold": None}
+    # each window's prompt: <|startoftranscript|>(, language, task), <|notimestamps|>; a sequential window's adds
+    # <|startofprev|> and the previous text (the first window's: `tokens` text tokens)
+    start = 1 + (3 if model.model.is_multilingual else 1)
+    if mode == "batched":
+        options.update(max_new_tokens=max_new_tokens_for(tokens, start), vad_filter=False,
+                       clip_timestamps=fixed_windows(samples))
+    else:
+        options.update(initial_prompt=list(range(tokens)),
+                       max_new_tokens=max_new_tokens_for(tokens, 1 + tokens + start))
+    return options
 
 
 def joined(transcribe, segments) -> str:
