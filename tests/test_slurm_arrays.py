@@ -104,7 +104,8 @@ def test_a_double_ctrl_c_names_the_tasks_to_scancel(slurm, tmp_path):
     name = f"twice{PID}"
     proc = launcher_process(["sweep", write_plan(tmp_path, plan_text(name, CELLS[:3], CPU))], slurm, tmp_path)
     try:
-        wait_for(slowly(lambda: len(sweep_jobs(slurm, name)) == 3), timeout_s=120, what="the array's 3 tasks")
+        jobs = wait_for(slowly(lambda: (j := sweep_jobs(slurm, name)) and len(j) == 3 and j), timeout_s=120,
+                        what="the array's 3 tasks")
         time.sleep(2)  # every task's run registered as live with the launcher (its first poll)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)  # two signals at once are one (Linux does not queue them)
@@ -116,7 +117,9 @@ def test_a_double_ctrl_c_names_the_tasks_to_scancel(slurm, tmp_path):
     assert proc.returncode == exit_codes.INTERRUPTED, err
     assert "gpubench-launch cleanup" not in err, err
     [command] = re.findall(r"Stop them with: (scancel [0-9_ ]+)$", err, re.MULTILINE)
-    assert sorted(command.split()[1:]) == sorted(j["id"] for j in sweep_jobs(slurm, name))
+    printed = command.split()[1:]  # every task it followed (the first Ctrl-C may have cancelled a waiting one)
+    assert len(printed) == 3 and {i.split("_")[0] for i in printed} == {j["id"].split("_")[0] for j in jobs}
+    assert {j["id"] for j in live(sweep_jobs(slurm, name))} <= set(printed)
     subprocess.run(command.split(), env={**os.environ, **slurm.env()}, check=True)
     wait_for(slowly(lambda: live(sweep_jobs(slurm, name)) == []), timeout_s=60, what="no task left")
 

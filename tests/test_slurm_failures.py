@@ -52,8 +52,9 @@ def test_a_setup_that_fails_at_run_time_shows_its_own_error(slurm, tmp_path):
 
 
 def test_a_run_past_its_time_is_interrupted_by_the_time_limit_and_keeps_its_first_setup(slurm, tmp_path):
-    """--time 3 min (the smoke run's 2 + a margin of 1): Slurm's SIGINT comes 60 s (up to 120 s) before it, the
-    run stores what it measured and ends `interrupted`; the launcher says the time limit stopped it."""
+    """--time 3 min (the smoke run's 2 + a margin of 1): Slurm's SIGINT comes 60 s before it, or up to 60 s earlier
+    (sbatch --signal), so after 60 s at the soonest: the first matmul (about 10 s) is measured by then. The run
+    stores what it measured and ends `interrupted`; the launcher says the time limit stopped it."""
     name = f"timelimit{PID}"
     cells = [("first-matmul", ["L40S"], ["--smoke", "--repeats", "100"])]  # far longer than 3 minutes
     text = plan_text(name, cells).replace("time_margin_minutes = 10", "time_margin_minutes = 1")
