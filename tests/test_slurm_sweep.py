@@ -121,7 +121,8 @@ def test_slurm_not_answering(slurm, tmp_path):
     result = launcher(["sweep", plan], slurm, tmp_path, {"SLURM_CONF": str(conf), "GPUBENCH_SLURM_TIMEOUT_S": "20"})
     assert result.code == exit_codes.BAD_INPUT
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("gpubench-launch: error: Slurm is not answering"), line
+    assert line.startswith("gpubench-launch: error: Slurm is not answering: sinfo"), line
+    assert "not installed" not in line  # it is installed: the controller does not answer
     assert not (tmp_path / "gpubench-results").exists()
 
 
