@@ -123,6 +123,8 @@ class SlurmRun:
             await asyncio.shield(self.emergency_cancel())
             raise
         facts = self.facts(follower)
+        if self.state is None:  # it left the queue between two polls: what the view last showed is stale
+            self.view.update(self.run_id, status=f"{facts['state'].lower()} ({facts['state_from']})")
         folder.write_facts(facts)
         code = self.exit_code(folder, facts)
         stored, store_ok = await folder.store(self.launch.store)
