@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from slurm_support import (
+    SLOW_TRAIN,
     launcher,
     launcher_process,
     live,
@@ -101,19 +102,27 @@ def test_four_cells_are_one_array_and_a_cancelled_task_is_run_again(slurm, tmp_p
 def test_a_double_ctrl_c_names_the_tasks_to_scancel(slurm, tmp_path):
     """The second Ctrl-C quits at once; for a cluster's jobs the way to stop them is scancel, not the Runcrate
     cleanup, and what it prints does stop them."""
+    import threading
+
     name = f"twice{PID}"
-    proc = launcher_process(["sweep", write_plan(tmp_path, plan_text(name, CELLS[:3], CPU))], slurm, tmp_path)
+    cells = [("train-compile", ["CPU"], [*SLOW_TRAIN[:-1], str(n)]) for n in (3, 4, 5)]  # long: still running
+    proc = launcher_process(["sweep", write_plan(tmp_path, plan_text(name, cells, CPU))], slurm, tmp_path)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
     try:
         jobs = wait_for(slowly(lambda: (j := sweep_jobs(slurm, name)) and len(j) == 3 and j), timeout_s=120,
                         what="the array's 3 tasks")
-        time.sleep(2)  # every task's run registered as live with the launcher (its first poll)
+        wait_for(lambda: sum("submitted (task" in ln for ln in lines) == 3, timeout_s=60, what="3 tasks followed")
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)  # two signals at once are one (Linux does not queue them)
+        wait_for(lambda: any("SIGINT: cancelling" in ln for ln in lines), timeout_s=30, what="the first Ctrl-C")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        reader.join(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = "".join(lines)
     assert proc.returncode == exit_codes.INTERRUPTED, err
     assert "gpubench-launch cleanup" not in err, err
     [command] = re.findall(r"Stop them with: (scancel [0-9_ ]+)$", err, re.MULTILINE)

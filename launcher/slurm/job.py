@@ -101,7 +101,7 @@ class SlurmRun:
         self.queue.watch(batch.name)
         folder = RunFolder(str(self.task.results_dir), self.run_id, {}, self.view, self.launch.redact, mirror=True)
         if not self.adopted:
-            if self.launch.interrupted.is_set():
+            if self.launch.interrupted.is_set() and batch.job_id is None:  # (an array already in: follow its task)
                 return RunOutcome(self.run_id, errors.INTERRUPTED, "not launched", launched=False,
                                   message="interrupted before the job was submitted")
             self.view.update(self.run_id, status="submitting")

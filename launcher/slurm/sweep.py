@@ -127,11 +127,17 @@ class LeftBehind:
 def left_behind(root: Path, ended: set[str]) -> list[LeftBehind]:
     """The tasks earlier calls submitted from this sweep's results folder whose runs have no job.json in the store
     (a launcher died, or was stopped, before their jobs ended), with their state: one squeue call for them all."""
-    tasks = [t for b in batches_under(root) if b.job_id for t in b.tasks if t.run_id not in ended]
-    if not tasks:
+    batches = [b for b in batches_under(root) if any(t.run_id not in ended for t in b.tasks)]
+    if not batches:
         return []
-    states = commands.queue(sorted({t.batch.name for t in tasks}))
-    return [LeftBehind(t, states.get(t.job_id)) for t in tasks]
+    states = commands.queue(sorted({b.name for b in batches}))
+    for b in batches:
+        if b.job_id is None:  # the launcher died between sbatch and noting its answer: the job is found by name
+            ids = {j.array_job_id for j in states.values() if j.name == b.name}
+            if len(ids) == 1:
+                b.submitted(ids.pop())
+    return [LeftBehind(t, states.get(t.job_id)) for b in batches if b.job_id for t in b.tasks
+            if t.run_id not in ended]
 
 
 def adopt(cells, left: list[LeftBehind]) -> list[tuple]:
