@@ -96,6 +96,10 @@ class Environment(_Model):
     cuda_version: str | None = None
     cpu_model: str | None = None
     cpu_cores: int | None = None
+    cpus_usable: int | None = Field(None, description="CPUs this process may run on (its affinity mask): under a"
+                                                      " batch scheduler, those its job was given")
+    allocation: dict[str, str] = Field(default_factory=dict, description="what a batch scheduler says it gave the"
+                                       " job (Slurm: SLURM_JOB_ID, SLURM_CPUS_ON_NODE, SLURM_JOB_CPUS_PER_NODE, ...)")
     ram_gb: float | None = None
     python: str
     platform: str

@@ -71,5 +71,14 @@ class InterruptHandler:
         view.stop()
         live = ", ".join(f"{k}: {v}" for k, v in self.launch.live.items()) or "none known"
         view.say(None, f"{sig.name} again: quitting without confirming. Still running? ({live}) "
-                       "Stop them with: gpubench-launch cleanup")
+                       f"Stop them with: {stop_command(self.launch.live)}")
         os._exit(130)
+
+
+def stop_command(live: dict[str, str]) -> str:
+    """What stops the jobs a launcher leaves when it quits at once: scancel for a cluster's batch jobs (Slurm knows
+    nothing of gpubench-launch cleanup, which asks Runcrate), cleanup for the rest."""
+    slurm = [job.removeprefix("slurm job ") for job in live.values() if job.startswith("slurm job ")]
+    others = len(slurm) < len(live) or not live
+    return " and ".join(([f"scancel {' '.join(slurm)}"] if slurm else []) + (["gpubench-launch cleanup"] if others
+                                                                              else []))

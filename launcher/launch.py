@@ -173,6 +173,9 @@ async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
     launched = [o for o in outcomes if o.launched]
     if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
         raise LaunchError(outcomes[0].message)
+    for o in outcomes:  # one refused while others ran: that run has no result (3), and the others did run
+        if not o.launched and o.exit_code == errors.BAD_INPUT:
+            o.exit_code = errors.JOB_NOT_SUCCEEDED
     view.summary(outcomes)
     return errors.combine([o.exit_code for o in outcomes])
 

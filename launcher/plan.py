@@ -189,6 +189,7 @@ class RunPlan:
     run_id: str
     candidates: list[GpuChoice]
     env: dict[str, str] = field(default_factory=dict)
+    batch: Any = None  # via "slurm": the batch job it is a task of (slurm/batch.py), when planned with others
 
     @property
     def gpu_requested(self) -> str:

@@ -133,7 +133,9 @@ def env(as_json: bool) -> None:
         return
     gpus = ", ".join(f"{g.name} ({g.memory_gb:g} GB)" if g.memory_gb else g.name for g in block.gpus) or "none found"
     rows = [("gpus", gpus), ("driver / CUDA", f"{block.driver_version or '-'} / {block.cuda_version or '-'}"),
-            ("cpu", f"{block.cpu_model or '?'}, {block.cpu_cores or '?'} cores"),
+            ("cpu", f"{block.cpu_model or '?'}, {block.cpu_cores or '?'} cores"
+                    + (f", {block.cpus_usable} for this process" if block.cpus_usable not in (None, block.cpu_cores)
+                       else "")),
             ("ram", f"{block.ram_gb:g} GB" if block.ram_gb else "?"), ("python", block.python),
             ("platform", block.platform), ("git commit", block.git_commit or "-"), ("image", block.image or "-")]
     rows += [(name, version or "not installed") for name, version in block.libraries.items()]

@@ -135,8 +135,8 @@ async def _sweep(o: SweepOptions) -> int:
         checked = None
         if cluster:  # the partitions exist and the controller answers, before anything is submitted
             try:
-                await asyncio.to_thread(slurm_sweep.check_partitions, cluster, {c.run.candidates[0].requested
-                                                                                for c in cells})
+                await asyncio.to_thread(slurm_sweep.check_partitions, cluster,
+                                        slurm_sweep.cpu_asks(c.launch for c in cells))
             except LaunchError as exc:
                 if not o.dry_run or "not installed" not in str(exc):
                     raise
@@ -188,28 +188,46 @@ async def _sweep(o: SweepOptions) -> int:
 
 async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepStore, cells: list[PlannedCell],
                        attempts: list[Attempt], cluster, pace, redact, checked: str | None) -> int:
-    """The rest of a [slurm] sweep: its cap in GPU-hours, its left-behind jobs from squeue, then the run itself."""
+    """The rest of a [slurm] sweep: its cap in GPU-hours, what earlier calls left (followed, or recorded when it
+    ended unfollowed), the cells to submit as job arrays, then the run itself."""
     from ..launch import check_store, run_launches
     from ..progress import ProgressView
+    from ..slurm import job as slurm_job
     from ..slurm import sweep as slurm_sweep
 
     for c in cells:
         c.cost_usd = None  # an owned cluster's jobs cost no dollars here; GPU-hours are in each job.json
     spent = sum(a.gpu_hours for a in attempts)
-    worst = sum(slurm_sweep.gpu_hours(c) for c in cells if c.to_launch)
-    over = slurm_sweep.over_gpu_hours(cluster, worst, spent)
+    stores = {c.path: where.cell_store(c.path) for c in cells}
+    root = where.root.resolve()
     if o.dry_run:
-        slurm_sweep.print_matrix(plan, sweep_id, where.url, cells, cluster, spent,
-                                 {c.path: where.cell_store(c.path) for c in cells}, checked)
+        arrays = slurm_sweep.plan_arrays(cells, cluster, sweep_id, root, stores)
+        over = slurm_sweep.over_gpu_hours(cluster, sum(slurm_sweep.gpu_hours(c) for c in cells if c.to_launch), spent)
+        slurm_sweep.print_matrix(plan, sweep_id, where.url, cells, cluster, spent, stores, checked, arrays)
         if over:
             raise LaunchError(over)
         return errors.OK
+    ended = {a.run_id for a in attempts if a.ended}
+    left = await asyncio.to_thread(slurm_sweep.left_behind, root, ended)
+    to_settle = slurm_sweep.adopt(cells, left)
+    settled_hours = sum(slurm_job.job_facts(lb.task, c.launch, c.run, lb.state, lb.state)["gpu_hours"]
+                        for c, lb in to_settle)
+    over = slurm_sweep.over_gpu_hours(cluster, sum(slurm_sweep.gpu_hours(c) for c in cells if c.to_launch),
+                                      spent + settled_hours)
     if over:
         raise LaunchError(over)
-    ended = {a.run_id for a in attempts if a.ended}
-    slurm_sweep.adopt(cells, await asyncio.to_thread(slurm_sweep.left_behind, sweep_id, ended))
-    todo = [c for c in cells if c.to_launch]
     view = ProgressView(verbose=o.verbose)
+    replaced: dict[str, str] = {}
+    for c, lb in to_settle:  # ended while no launcher followed it: its job.json now, from squeue or its exit file
+        facts = await asyncio.to_thread(slurm_job.settle, lb.task, c.launch, c.run, lb.state, stores[c.path], redact)
+        said = f"slurm job {lb.task.job_id} from an earlier call {facts['state'].lower()}"
+        said += f": {facts['error']}" if facts["error"] else ""
+        again = "; submitting the cell again" if c.state == "pending" else ""
+        view.say(None, f"{c.cell.label} on {c.cell.gpu}: {said}; its job.json is written{again}")
+        if again:
+            replaced[c.path] = f"replaces {said}"
+    slurm_sweep.plan_arrays(cells, cluster, sweep_id, root, stores)
+    todo = [c for c in cells if c.to_launch]
     for c in cells:
         if not c.to_launch:
             view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
@@ -220,9 +238,16 @@ async def _sweep_slurm(o: SweepOptions, plan: Plan, sweep_id: str, where: SweepS
         await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
         outcomes = await run_launches(None, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
                                       adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None})
+        if not any(out.launched for out in outcomes) and all(out.exit_code == errors.BAD_INPUT for out in outcomes):
+            raise LaunchError(outcomes[0].message)  # sbatch refused them all: nothing was submitted or written
+        for out in outcomes:  # one refused while others ran: that cell has no result (3), the sweep did run
+            if not out.launched and out.exit_code == errors.BAD_INPUT:
+                out.exit_code = errors.JOB_NOT_SUCCEEDED
         view.summary(outcomes)
     for c, outcome in zip(todo, outcomes, strict=True):
         _settle(c, outcome)
+        if c.path in replaced:
+            c.note = "; ".join(n for n in (replaced[c.path], c.note) if n)
     return await _finish(plan, sweep_id, where, cells, spent, view, redact)
 
 
