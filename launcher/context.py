@@ -71,5 +71,6 @@ class InterruptHandler:
         view.stop()
         live = ", ".join(f"{k}: {v}" for k, v in self.launch.live.items()) or "none known"
         view.say(None, f"{sig.name} again: quitting without confirming. Still running? ({live}) "
-                       "Stop them with: gpubench-launch cleanup")
+                       f"Stop them with: {self.launch.provider.stop_command(self.launch.live)}")
         os._exit(130)
+

@@ -133,12 +133,20 @@ async def run_plan(provider, plan, pace, redact, store, verbose: bool) -> int:
     from .progress import ProgressView
 
     view = ProgressView(verbose=verbose)
-    outcomes = await run_launches(provider, [(plan, store)], pace, redact, view)
-    launched = [o for o in outcomes if o.launched]
-    if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
-        raise LaunchError(outcomes[0].message)
+    outcomes = refusals(await run_launches(provider, [(plan, store)], pace, redact, view))
     view.summary(outcomes)
     return errors.combine([o.exit_code for o in outcomes])
+
+
+def refusals(outcomes: list) -> list:
+    """Runs the place refused (sbatch's answer, a host's): all of them is bad input, one line and exit 2 (nothing
+    ran); one among runs that ran has no result, exit 3, as any run that did not succeed."""
+    if outcomes and not any(o.launched for o in outcomes) and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
+        raise LaunchError(outcomes[0].message)
+    for o in outcomes:
+        if not o.launched and o.exit_code == errors.BAD_INPUT:
+            o.exit_code = errors.JOB_NOT_SUCCEEDED
+    return outcomes
 
 
 async def run_launches(provider, plans: list, pace, redact, view, adopt: dict | None = None, cap=None) -> list:

@@ -13,11 +13,13 @@ A launch or a sweep asks, in this order:
 3. submit, follow the record stream, cancel and confirm, the run's facts: `runner()` gives one run's `Runner`, whose
    `execute()` does all four (below). `submit_together()` lets a provider submit several runs in one call (a
    sweep's cells as one job array); by default each runner submits its own;
-4. what an earlier call left running: `left_behind()` finds a sweep's jobs from their tags, labels or comments, and
-   picks the one each cell follows instead of paying again;
+4. what an earlier call left: `left_behind()` finds a sweep's jobs from their tags, labels, comments or side
+   folders, and picks the one each pending cell follows instead of paying again; a job that ended while no launcher
+   followed it is recorded by `record_ended()` (its job.json), and what it used counts under the cap;
 5. by run id, after the fact: `status()`, `logs()`, `cancel()` and `cleanup()`, for `gpubench-launch status RUN` and
    the others. `for_run()` builds the provider that can look a run up here (None when it cannot: no key, no
-   controller, no engine).
+   controller, no engine). `stop_command()` is what a launcher that quits at once (a second Ctrl-C) tells a person
+   to run: `scancel ID...`, `docker -H HOST rm -f ID...`, `gpubench-launch cleanup`.
 
 Every job.json a runner writes carries FACTS (None where the provider cannot know one), so the sweep's store, the
 summaries and `status` read any provider's runs alike.
@@ -25,7 +27,7 @@ summaries and `status` read any provider's runs alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .errors import LaunchError
@@ -66,6 +68,25 @@ class Left:
     run_id: str  # the run it is (its folder's name)
     job: Any  # what the provider's runner takes as `adopt`
     note: str  # what the sweep says about it: "job 12 (running) from an earlier call"
+
+
+@dataclass
+class Ended:
+    """A job an earlier call left that ended while no launcher followed it (its run has no job.json in the store):
+    not followed, but recorded (`Provider.record_ended`), and what it used counts under the sweep's cap."""
+
+    cell: str  # its cell's path
+    run_id: str
+    job: Any  # the provider's own, for record_ended
+    used: float  # in the provider's cap_unit
+
+
+@dataclass
+class Leftovers:
+    """What `left_behind` found of a sweep's earlier calls."""
+
+    follow: dict[str, Left] = field(default_factory=dict)  # a pending cell's path -> the job it follows
+    ended: list[Ended] = field(default_factory=list)
 
 
 class Provider:
@@ -161,15 +182,29 @@ class Provider:
         in `adopt`}. Runs left out submit their own; the default leaves out every one."""
         return {}
 
+    def stop_command(self, live: dict[str, str]) -> str:
+        """What stops the jobs of `live` (run id -> what Runner.execute put there) when the launcher quits without
+        confirming (a second Ctrl-C): the command a person runs next."""
+        return "gpubench-launch cleanup"
+
     def watch(self, view) -> None:
         """Connect the live view to what the provider paces (Runcrate's request budget); nothing by default."""
 
     # --- what an earlier call left -----------------------------------------------------------------------------------
-    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict[str, LaunchPlan]) -> dict[str, Left]:
-        """The sweep's jobs an earlier call left (found by their tags, labels or comments) whose runs are not in
-        `stored`, as {cell path: the one to follow}: a live one, or one that succeeded; one that failed or was
-        cancelled is submitted again. `cells` maps each pending cell's path to its plan."""
-        return {}
+    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict[str, LaunchPlan],
+                          pending: set[str]) -> Leftovers:
+        """The sweep's jobs an earlier call left (found by their tags, labels, comments or side folders) whose runs
+        are not in `stored` (no job.json). `follow`: per pending cell the one to follow, a live one (or, where the
+        provider can read its output again, one that succeeded); one that failed or was cancelled is submitted
+        again. `ended`: the jobs that ended while no launcher followed them, to be recorded (providers that write
+        nothing of their own leave it empty). `cells` maps every cell's path to its plan; `pending` are the paths
+        of the cells without a result."""
+        return Leftovers()
+
+    async def record_ended(self, ended: Ended, plan: LaunchPlan, store, redact) -> str:
+        """Write what an Ended job came to into its run folder (job.json: FACTS) and store the folder; the line the
+        sweep says of it ("slurm job 12_1 from an earlier call completed")."""
+        raise NotImplementedError
 
     # --- by run id ---------------------------------------------------------------------------------------------------
     async def status(self, run_id: str, results_dir: str) -> int | None:

@@ -103,3 +103,19 @@ def test_no_provider_name_is_compared_outside_the_registry():
                     if any(isinstance(v, ast.Constant) and v.value in names for v in values):
                         found.append(f"{path.relative_to(LAUNCHER)}:{node.lineno}")
     assert found == []
+
+
+def test_a_second_ctrl_c_names_each_providers_own_stop_command():
+    """What a launcher that quits at once tells a person to run is the provider's: Runcrate's cleanup, scancel with
+    every job a Slurm call followed (one the first Ctrl-C stopped included), docker rm -f per Docker host."""
+    from gpubench.launcher.docker_hosts.container import live_entry
+
+    assert providers.get("runcrate")().stop_command({"r": "job j-1"}) == "gpubench-launch cleanup"
+    slurm = providers.get("slurm")(None)
+    slurm.followed = {"a": "12_0", "b": "12_1", "c": "13"}
+    assert slurm.stop_command({"a": "slurm job 12_0"}) == "scancel 12_0 12_1 13"
+    assert providers.get("slurm")(None).stop_command({}) == "gpubench-launch cleanup"  # none followed yet
+    live = {"a": live_entry("0a1b", "ssh://bench@box"), "b": live_entry("2c3d", "ssh://bench@box"),
+            "c": live_entry("4e5f", "unix:///var/run/docker.sock")}
+    assert providers.get("docker")(None).stop_command(live) == (
+        "docker -H ssh://bench@box rm -f 0a1b 2c3d; docker -H unix:///var/run/docker.sock rm -f 4e5f")

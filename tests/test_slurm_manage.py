@@ -54,20 +54,22 @@ def test_status_and_logs_of_a_finished_run(slurm, tmp_path):
     fields = _fields(status.stdout)
     assert fields["run"] == run_id and fields["job"] == f"slurm job {facts['job_id']}"
     assert (fields["status"], fields["partition"], fields["exit_code"]) == ("completed", "h100", "0")
-    assert fields["output"].endswith(f".slurm/{run_id}/slurm-{facts['job_id']}.out")
+    assert fields["output"] == str(tmp_path / "gpubench-results" / run_id / f"slurm-{facts['job_id']}.out")  # moved
     assert fields["local"] == str(tmp_path / "gpubench-results" / run_id)
 
     logs = launcher(["logs", run_id], slurm, tmp_path, _env(tmp_path))
     assert logs.code == exit_codes.OK, logs.stderr
     assert [r for r in logs.records() if r["run_id"] == run_id] == done.records()  # the job's own output
 
-    # Once the controller forgets a job (MinJobAge), the folder the launcher left beside the results answers: here
-    # a run whose job id squeue does not know, and whose exit file says 3.
+    # Once the controller forgets a job (MinJobAge), the side folder the launcher left beside the results answers
+    # (batch.json: run id -> job): here a run whose job id squeue does not know, and whose exit file says 3.
     old = run_id[:-6] + "0ld0ld"
-    side = tmp_path / "gpubench-results" / ".slurm" / old
+    side = tmp_path / "gpubench-results" / "slurm" / f"gpubench-{old}"
     side.mkdir()
-    (side / "job_id").write_text("999999\n")
-    (side / "exit-999999").write_text("3\n")
+    task = {"index": 0, "run_id": old, "results_dir": str(tmp_path / "gpubench-results")}
+    (side / "batch.json").write_text(json.dumps({"name": side.name, "job_id": "999999", "array": False,
+                                                 "tasks": [task]}))
+    (side / "exit-999999").write_text('{"exit_code": 3}\n')
     forgotten = launcher(["status", old], slurm, tmp_path, _env(tmp_path))
     assert forgotten.code == exit_codes.OK, forgotten.stderr
     fields = _fields(forgotten.stdout)

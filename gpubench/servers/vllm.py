@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.servers import prometheus
+from gpubench import prometheus
 from gpubench.servers.process import ManagedServer, ServerFailed, http_get
 
 PYTHON_ENV = "GPUBENCH_VLLM_PYTHON"

@@ -46,6 +46,20 @@ def containers(client, **wanted: str) -> list:
     return client.containers.list(all=True, filters={"label": filters})
 
 
+def live_entry(container_id: str, host: str) -> str:
+    """What Launch.live holds of a running container (shown by a second Ctrl-C; read back by stop_command)."""
+    return f"container {container_id} on {host}"
+
+
+def stop_command(live: dict[str, str]) -> str:
+    """The command that stops the containers of `live` (live_entry's), one `docker -H HOST rm -f` per host."""
+    by_host: dict[str, list[str]] = {}
+    for entry in live.values():
+        container_id, _, host = entry.removeprefix("container ").partition(" on ")
+        by_host.setdefault(host, []).append(container_id)
+    return "; ".join(shlex.join(["docker", "-H", host, "rm", "-f", *ids]) for host, ids in by_host.items())
+
+
 def entrypoint(plan) -> tuple[list[str], list[str]]:
     """The container's entrypoint and command: the image's `gpubench` under a safety net (`timeout` sends SIGINT at
     the plan's max runtime, SIGKILL a minute later); a --job-command runs in `sh -c`."""
@@ -99,7 +113,7 @@ class ContainerRun:
                 self.view.update(self.run_id, status="refused")
                 return self._not_launched(folder, state, str(exc), errors.BAD_INPUT)
             state.save(container_id=self.container.id)
-            self.launch.live[self.run_id] = f"container {self.container.short_id} on {self.gpu.host}"
+            self.launch.live[self.run_id] = live_entry(self.container.short_id, self.gpu.host)
             self.view.say(self.run_id, f"container {self.container.short_id} "
                                        f"{'followed again' if self.adopt is not None else 'started'} on "
                                        f"{self.gpu.host} ({self.where()}, image {plan.image})")

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import LaunchError
-from ..provider import GPU_HOURS, Left, Provider
+from ..provider import GPU_HOURS, Leftovers, Provider
 from .plan import HOST_GPUS, DockerConfig, check_host, one_host, parse_docker
 
 
@@ -184,6 +184,11 @@ class DockerHosts(Provider):
             self._following[host] = self._following.get(host, 0) + 1
         return ContainerRun(launch, run, self, adopt=adopt)
 
+    def stop_command(self, live: dict[str, str]) -> str:
+        from .container import stop_command
+
+        return stop_command(live) or super().stop_command(live)
+
     async def turn(self, host: str, following: bool, interrupted: asyncio.Event, view, run_id: str) -> _Turn | None:
         """Wait until the host runs no other gpubench container of this call; None when interrupted first."""
         if following:
@@ -204,10 +209,11 @@ class DockerHosts(Provider):
         return _Turn(self, host, following=False)
 
     # --- what an earlier call left -----------------------------------------------------------------------------------
-    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict) -> dict[str, Left]:
+    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict, pending: set[str]) -> Leftovers:
         from .manage import left_behind
 
-        return await asyncio.to_thread(left_behind, self.config, sweep_id, stored, cells)
+        mine = {path: plan for path, plan in cells.items() if path in pending}
+        return Leftovers(follow=await asyncio.to_thread(left_behind, self.config, sweep_id, stored, mine))
 
     # --- by run id ---------------------------------------------------------------------------------------------------
     async def status(self, run_id: str, results_dir: str) -> int | None:

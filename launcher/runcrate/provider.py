@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..errors import LaunchError
-from ..provider import USD, Left, Provider
+from ..provider import USD, Left, Leftovers, Provider
 from ..redact import Redactor
 
 
@@ -161,9 +161,9 @@ class Runcrate(Provider):
         view.pacing_now = budget.holding_back
 
     # --- what an earlier call left -----------------------------------------------------------------------------------
-    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict) -> dict[str, Left]:
-        """The sweep's jobs (tag gpubench_sweep) whose runs are not stored; per cell the newest one still live or
-        succeeded. One that failed or was cancelled (say by `gpubench-launch cleanup`) is run again."""
+    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict, pending: set[str]) -> Leftovers:
+        """The sweep's jobs (tag gpubench_sweep) whose runs are not stored; per pending cell the newest one still
+        live or succeeded. One that failed or was cancelled (say by `gpubench-launch cleanup`) is run again."""
         from .client import api_errors, describe
 
         found: dict[str, list] = {}
@@ -175,13 +175,13 @@ class Runcrate(Provider):
         except api_errors() as exc:
             raise LaunchError(f"cannot list the sweep's jobs: {describe(exc, self.redact)}") from None
         left = {}
-        for path in cells:
+        for path in pending:
             jobs = sorted((j for j in found.get(path, []) if not j.finished or j.status == "succeeded"),
                           key=lambda j: str(j.created_at))
             if jobs:
                 job = jobs[-1]
                 left[path] = Left(job.tags["gpubench_run_id"], job, f"job {job.id} ({job.status}) from an earlier call")
-        return left
+        return Leftovers(follow=left)
 
     # --- by run id ---------------------------------------------------------------------------------------------------
     async def status(self, run_id: str, results_dir: str) -> int | None:

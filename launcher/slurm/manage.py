@@ -1,7 +1,12 @@
-"""`status`, `logs`, `cancel` and `cleanup` for Slurm runs, by run id. The job is found by its comment
-(`gpubench,run=<run id>,...`) in `squeue --states=all` while the controller lists it (pending, running, and ended
-for its MinJobAge); after that by what the launcher left beside the run's results: `.slurm/<run id>/` with the batch
-script, the job id, the output file and the exit file the job writes last. Each answers None when it knows no such
+"""`status`, `logs`, `cancel` and `cleanup` for Slurm runs, by run id. A run is one task of a batch (a job of its
+own, `812`, or a task of an array, `812_3`) whose side folder (slurm/<job name>/: the script, batch.json mapping run
+id -> task, the exit files) lies beside a launch's run folders or under a sweep's folder (batch.py).
+
+The task is found through what this host knows of the run (its state file's side folder while a launcher follows
+it, its job.json's script after), else in the batches under the results folder, else in the side folders of this
+user's gpubench jobs in squeue (launched from anywhere). Its state comes from squeue while the controller lists it
+(pending, running, and ended for its MinJobAge), after that from the exit file its batch script wrote; its output
+is in the side folder while it runs and in the run folder once it ended. Each answers None when it knows no such
 run (another provider may)."""
 
 from __future__ import annotations
@@ -12,33 +17,37 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import errors
 from ..redact import Redactor
 from . import commands
-from .plan import SIDE_DIR, comment_fields
+from .batch import Batch, BatchTask, batches_under
+from .plan import COMMENT_PREFIX, comment_fields
 
-SWEEP_DEPTH = 4  # a sweep's runs are <results>/<sweep id>/<workload>/<gpu>/<args key>/<run id>
+TAGGED = COMMENT_PREFIX + ","  # every gpubench job's --comment starts so
 
 
 @dataclass
 class Found:
-    run_id: str
-    job_id: str | None
-    job: commands.SlurmJob | None  # as squeue shows it; None once the controller forgot it
-    side: Path | None  # <results dir>/.slurm/<run id>/
+    task: BatchTask
+    job: commands.SlurmJob | None  # as squeue shows it; None once the controller forgot it (or never had it)
+
+    @property
+    def job_id(self) -> str | None:
+        return self.task.job_id
 
     @property
     def output(self) -> Path | None:
-        return self.side / f"slurm-{self.job_id}.out" if self.side and self.job_id else None
+        return self.task.output() if self.job_id else None
 
     @property
     def exit_code(self) -> int | None:
-        """What the job wrote last (its exit file), else what the controller says."""
-        if self.side and self.job_id:
-            with contextlib.suppress(OSError, ValueError):
-                return int((self.side / f"exit-{self.job_id}").read_text().strip())
-        return commands.exit_code(self.job_id) if self.job is not None else None
+        """What the task's exit file says, else what the controller says of an ended job."""
+        end = self.task.ended()
+        if end is not None:
+            return end.exit_code
+        return commands.exit_code(self.job_id) if self.job is not None and not self.job.live else None
 
     @property
     def live(self) -> bool:
@@ -52,33 +61,59 @@ class Found:
         return "ended (no longer in squeue)" if code is None else f"ended, exit code {code} (no longer in squeue)"
 
 
-def find(run_id: str, results_dir: str) -> Found | None:
-    jobs = [j for j in commands.jobs("gpubench,") if comment_fields(j.comment).get("run") == run_id]
-    job = max(jobs, key=lambda j: int(j.job_id.split("_")[0])) if jobs else None
-    side = Path(job.script).parent if job is not None and job.script not in ("", "(null)") else None
-    if side is None or not side.is_dir():
-        side = local_side(results_dir, run_id)
-    if job is None and side is None:
+def find(run_id: str, results_dir: str | None, evidence: dict[str, Any]) -> Found | None:
+    task = _task(run_id, results_dir, evidence)
+    if task is None:
         return None
-    job_id = job.job_id if job is not None else None
-    if job_id is None:
-        with contextlib.suppress(OSError):
-            job_id = (side / "job_id").read_text().strip() or None
-    return Found(run_id, job_id, job, side)
+    jobs = commands.queue([task.batch.name])
+    if task.batch.job_id is None:  # a launcher killed between sbatch and noting its answer: found by the name
+        ids = {j.array_job_id for j in jobs.values()}
+        task.batch.job_id = ids.pop() if len(ids) == 1 else None
+    return Found(task, jobs.get(task.job_id) if task.job_id else None)
 
 
-def local_side(results_dir: str, run_id: str) -> Path | None:
-    """The run's .slurm/<run id>/ folder under the results folder (a launch's, or a sweep's cell's)."""
-    root = Path(results_dir)
-    for depth in range(SWEEP_DEPTH + 1):
-        for path in root.glob("*/" * depth + f"{SIDE_DIR}/{run_id}"):
-            if path.is_dir():
-                return path
+def _task(run_id: str, results_dir: str | None, evidence: dict[str, Any]) -> BatchTask | None:
+    sides = [Path(evidence["side"])] if evidence.get("side") else []  # a launcher's state file
+    if evidence.get("script"):  # the run's job.json
+        sides.append(Path(evidence["script"]).parent)
+    for side in sides:
+        if (task := _of(Batch.read(side), run_id)) is not None:
+            return task
+    root = Path(results_dir) if results_dir else None
+    if root is not None and root.is_dir():  # a launch's batches (<results>/slurm/) and each sweep's
+        for folder in [root, *sorted(p for p in root.iterdir() if p.is_dir())]:
+            for batch in batches_under(folder):
+                if (task := _of(batch, run_id)) is not None:
+                    return task
+    seen: set[Path] = set()
+    for job in commands.tagged(TAGGED):  # launched from another folder: its script's side folder
+        side = Path(job.script).parent
+        if side not in seen:
+            seen.add(side)
+            if (task := _of(Batch.read(side), run_id)) is not None:
+                return task
     return None
 
 
-def status(run_id: str, results_dir: str) -> int | None:
-    found = find(run_id, results_dir)
+def _of(batch: Batch | None, run_id: str) -> BatchTask | None:
+    return next((t for t in batch.tasks if t.run_id == run_id), None) if batch is not None else None
+
+
+def run_of(job: commands.SlurmJob, batches: dict[Path, Batch | None]) -> str:
+    """The run id of a gpubench job or array task: its comment's (a job of its own), else its batch.json's."""
+    run_id = comment_fields(job.comment).get("run")
+    if run_id:
+        return run_id
+    side = Path(job.script).parent
+    if side not in batches:
+        batches[side] = Batch.read(side)
+    batch = batches[side]
+    index = int(job.task) if job.task.isdigit() else 0
+    return next((t.run_id for t in batch.tasks if t.index == index), "") if batch is not None else ""
+
+
+def status(run_id: str, results_dir: str, evidence: dict[str, Any]) -> int | None:
+    found = find(run_id, results_dir, evidence)
     if found is None:
         return None
     job = found.job
@@ -92,16 +127,16 @@ def status(run_id: str, results_dir: str) -> int | None:
             out.write(f"exit_code  {found.exit_code}\n")
     output = found.output
     out.write(f"output     {output if output and output.is_file() else '-'}\n")
-    folder = found.side.parent.parent / run_id if found.side else None
-    out.write(f"local      {folder if folder and folder.is_dir() else '-'}\n")
+    folder = found.task.run_folder
+    out.write(f"local      {folder if folder.is_dir() else '-'}\n")
     return errors.OK
 
 
-async def logs(run_id: str, follow: bool, results_dir: str) -> int | None:
+async def logs(run_id: str, follow: bool, results_dir: str, evidence: dict[str, Any]) -> int | None:
     from ..pace import Pace
     from .job import OutputFollower
 
-    found = await asyncio.to_thread(find, run_id, results_dir)
+    found = await asyncio.to_thread(find, run_id, results_dir, evidence)
     if found is None:
         return None
     redact = Redactor()
@@ -120,24 +155,25 @@ async def logs(run_id: str, follow: bool, results_dir: str) -> int | None:
     while follow and found.live:
         await asyncio.sleep(pace.poll_s)
         follower.read()
-        found = await asyncio.to_thread(find, run_id, results_dir)
+        found = Found(found.task, await commands.call(commands.job, found.job_id))
+        follower.path = found.output  # moved into the run folder once the job ended (the same bytes)
     follower.finish()
     return errors.OK
 
 
-async def cancel(run_id: str) -> int | None:
+async def cancel(run_id: str, evidence: dict[str, Any]) -> int | None:
     """SIGINT to the job's steps (the run stores what it measured), then scancel for good; confirmed in squeue."""
     from ..pace import Pace
 
-    found = await asyncio.to_thread(find, run_id, ".")
+    found = await asyncio.to_thread(find, run_id, None, evidence)
     if found is None:
         return None
     if not found.live:
-        sys.stderr.write(f"gpubench-launch: slurm job {found.job_id} already {found.state}\n")
+        sys.stderr.write(f"gpubench-launch: slurm job {found.job_id or '-'} already {found.state}\n")
         return errors.OK
     pace = Pace.from_env()
     if await stop(found.job, pace):
-        ended = await asyncio.to_thread(commands.job, found.job_id)
+        ended = await commands.call(commands.job, found.job_id)
         sys.stderr.write(f"gpubench-launch: slurm job {found.job_id} stopped ({ended.status if ended else 'ended'})\n")
         return errors.OK
     sys.stderr.write(f"gpubench-launch: slurm job {found.job_id} not confirmed stopped: scancel {found.job_id}\n")
@@ -168,18 +204,20 @@ async def stop(job: commands.SlurmJob, pace) -> bool:
 
 
 async def cleanup(provider: str, all_hosts: bool, dry_run: bool) -> int:
-    """Live gpubench jobs of this user whose launcher is gone: scancel each (or say the command, with --dry-run).
-    A job whose state file names a live launcher is left alone; one with no state file here was launched from
-    another host (or its state is gone): left alone unless --all."""
+    """Live gpubench jobs and array tasks of this user whose launcher is gone: scancel each (or say the command,
+    with --dry-run). A job whose state file names a live launcher is left alone; one with no state file here was
+    launched from another host (or its state is gone): left alone unless --all."""
     from ..pace import Pace
     from ..state import all_states, launcher_alive
 
     states = {s["run_id"]: s for s in all_states() if "run_id" in s and s.get("provider") == provider}
-    jobs = [j for j in await commands.call(commands.jobs, "gpubench,") if j.live]
+    jobs = [j for j in await commands.call(commands.tagged, TAGGED) if j.live]
+    batches: dict[Path, Batch | None] = {}
+    runs = {job.job_id: run_of(job, batches) for job in jobs}
     pace = Pace.from_env()
     code, lines, stopped = errors.OK, [], set()
     for job in jobs:
-        run_id = comment_fields(job.comment).get("run", "")
+        run_id = runs[job.job_id]
         state = states.get(run_id)
         attached = launcher_alive(state["launcher"]) if state and state.get("launcher") else None
         if attached:
@@ -195,7 +233,7 @@ async def cleanup(provider: str, all_hosts: bool, dry_run: bool) -> int:
             action, code = f"NOT confirmed stopped: scancel {job.job_id}", errors.LAUNCHER_TROUBLE
         lines.append(f"slurm job {job.job_id:22} run {run_id or '-':48} {job.state.lower():10} {action}")
     if not dry_run:  # the state files of dead launchers whose jobs ended
-        live = {comment_fields(j.comment).get("run") for j in jobs} - stopped
+        live = set(runs.values()) - stopped
         for run_id, state in states.items():
             if run_id not in live and launcher_alive(state.get("launcher", "")) is not True:
                 Path(state["_path"]).unlink(missing_ok=True)

@@ -1,7 +1,11 @@
-"""Slurm as a provider (provider.Provider): an owned cluster's GPUs, one batch job per run on the partition the
-`[slurm]` table maps its GPU name to (`plan.py`), run and followed by `job.py`. Nothing is billed: a sweep's cap is
-GPU-hours (each job to its --time). What a killed launcher left is found by the jobs' comments in squeue; status,
-logs, cancel and cleanup by run id are `manage.py`."""
+"""Slurm as a provider (provider.Provider): an owned cluster's GPUs, on the partition the `[slurm]` table maps each
+GPU name to (`plan.py`). A launch's run is a batch job of its own; a sweep's cells that ask the scheduler for the
+same thing are one job array, submitted together (`submit_together`, `sweep.plan_arrays`), one task per cell; each
+run (a job or a task) is followed by `job.py`, all of a call's jobs through one squeue answer per poll
+(`queue.py`). Every submission leaves a side folder (`batch.py`: slurm/<job name>/ with the script and batch.json,
+run id -> task). Nothing is billed: the cap is GPU-hours (each job to its --time), for a sweep and for a launch
+alike. What a killed launcher left is found in its sweep's side folders; status, logs, cancel and cleanup by run id
+are `manage.py`."""
 
 from __future__ import annotations
 
@@ -13,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LaunchError
-from ..provider import GPU_HOURS, Left, Provider
-from .plan import TABLE, SlurmConfig, describe_batch, parse_slurm
+from ..provider import GPU_HOURS, Ended, Leftovers, Provider
+from .plan import TABLE, SlurmConfig, parse_slurm
 
 
 def load_cluster(path: str, python: str | None) -> SlurmConfig:
@@ -44,9 +48,14 @@ class Slurm(Provider):
     reached_by = "a Slurm client (squeue with SLURM_CONF or /etc/slurm/slurm.conf)"
     cap_unit = GPU_HOURS
 
-    def __init__(self, cluster: SlurmConfig | None):
+    def __init__(self, cluster: SlurmConfig | None, evidence: dict[str, Any] | None = None):
+        from .queue import SlurmQueue
+
         self.cluster = cluster  # None: looking runs up by id only
         self.limit = cluster.max_gpu_hours if cluster else None
+        self.evidence = evidence or {}  # for_run's: what this host knows of the run looked up (its side folder)
+        self.queue = SlurmQueue()  # the call's one squeue answer per poll, for every job it follows
+        self.followed: dict[str, str] = {}  # run id -> every job (or task) this call's runners followed
 
     @classmethod
     def from_launch(cls, options) -> Slurm:
@@ -58,7 +67,7 @@ class Slurm(Provider):
 
     @classmethod
     def for_run(cls, evidence: dict[str, Any]) -> Slurm | None:
-        return cls(None) if evidence.get("provider") == cls.name or configured() else None
+        return cls(None, evidence) if evidence.get("provider") == cls.name or configured() else None
 
     # --- what a run needs against what it offers -------------------------------------------------------------------
     async def offer(self, gpu: str, spec):
@@ -76,11 +85,10 @@ class Slurm(Provider):
         attach(plan, self.cluster, plan.workload.expected(plan.smoke), options.max_runtime_minutes)
 
     async def check(self, plans: list, dry_run: bool) -> str | None:
-        from .sweep import check_partitions
+        from .sweep import check_partitions, cpu_asks
 
-        names = {run.candidates[0].requested for plan in plans for run in plan.runs}
         try:
-            await asyncio.to_thread(check_partitions, self.cluster, names)
+            await asyncio.to_thread(check_partitions, self.cluster, cpu_asks(plans))
         except LaunchError as exc:
             if not dry_run or "not installed" not in str(exc):
                 raise
@@ -93,13 +101,14 @@ class Slurm(Provider):
         return gpu_hours(plan, run)
 
     def over_cap(self, plan, worst: float, spent: float) -> str | None:
-        from .sweep import over_gpu_hours
+        from .plan import over_gpu_hours
 
         return over_gpu_hours(self.cluster, worst, spent)
 
     # --- printing ----------------------------------------------------------------------------------------------------
     def print_plan(self, plan, store, note: str | None) -> None:
         from ..show import _console
+        from .batch import task_of_its_own
 
         console = _console()
         console.print(f"workload      {plan.workload.name} ({plan.workload.title})", markup=False)
@@ -107,17 +116,23 @@ class Slurm(Provider):
         console.print(f"command       {plan.command}", markup=False)
         for run in plan.runs:
             console.print(f"{run.run_id} on {run.candidates[0].requested}:", markup=False)
-            for line in describe_batch(plan, run, store):
+            for line in _describe(task_of_its_own(plan, run, store), plan.max_runtime_minutes):
                 console.print(line, markup=False, soft_wrap=True)  # whole lines: commands to copy
+        worst = sum(self.worst_case(plan, run) for run in plan.runs)
+        cap = f"; max_gpu_hours {self.limit:g}" if self.limit is not None else ""
+        console.print(f"to submit     {len(plan.runs)} job{'s' if len(plan.runs) != 1 else ''}: at most {worst:.2f}"
+                      f" GPU-hours (each to its --time){cap}", markup=False)
         if note:
             console.print(note, markup=False)
         console.print("dry run: nothing was submitted", markup=False)
 
     def print_sweep(self, plan, sweep_id: str, url: str, cells: list, spent: float, stores: dict,
                     note: str | None) -> None:
-        from .sweep import print_matrix
+        from .sweep import plan_arrays, print_matrix
 
-        print_matrix(plan, sweep_id, url, cells, self.cluster, spent, stores, note)
+        arrays = plan_arrays([(c.launch, c.run, stores.get(c.path)) for c in cells if c.state == "pending"],
+                             self.cluster)
+        print_matrix(plan, sweep_id, url, cells, self.cluster, spent, stores, note, arrays)
 
     # --- running -----------------------------------------------------------------------------------------------------
     def runner(self, launch, run, adopt: Any = None):
@@ -125,31 +140,63 @@ class Slurm(Provider):
 
         return SlurmRun(launch, run, adopt=adopt)
 
-    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict) -> dict[str, Left]:
-        from .sweep import adopt, left_behind
+    def stop_command(self, live: dict[str, str]) -> str:
+        """scancel with every job this call followed, not only those still in `live`: one the first Ctrl-C already
+        stopped costs nothing to name (scancel of an ended job does nothing), and a launcher that quits at once
+        cannot know which ended since."""
+        ids = list(dict.fromkeys(self.followed.values()))
+        return f"scancel {' '.join(ids)}" if ids else super().stop_command(live)
 
-        return adopt(cells, await asyncio.to_thread(left_behind, sweep_id, stored))
+    # --- what an earlier call left -----------------------------------------------------------------------------------
+    async def left_behind(self, sweep_id: str, stored: set[str], cells: dict, pending: set[str]) -> Leftovers:
+        """The tasks earlier calls submitted from this sweep's folder (its side folders' batch.json) whose runs are
+        not stored, from one squeue call: live ones are followed, ended ones recorded."""
+        from .sweep import adopt, left_behind, sweep_root
+
+        if not cells:
+            return Leftovers()
+        root = sweep_root(next(iter(cells.values())))
+        return adopt(cells, pending, await asyncio.to_thread(left_behind, root, stored))
+
+    async def record_ended(self, ended: Ended, plan, store, redact) -> str:
+        """Its job.json from squeue or its exit file (with its failed setups' own errors), its output beside the
+        results, the folder stored."""
+        from .job import settle
+
+        lb = ended.job
+        facts = await asyncio.to_thread(settle, lb.task, plan, plan.runs[0], lb.state, store, redact)
+        said = f"slurm job {lb.task.job_id} from an earlier call {facts['state'].lower()}"
+        return f"{said}: {facts['error']}" if facts["error"] else said
 
     # --- by run id ---------------------------------------------------------------------------------------------------
     async def status(self, run_id: str, results_dir: str) -> int | None:
         from .manage import status
 
-        return await asyncio.to_thread(status, run_id, results_dir)
+        return await asyncio.to_thread(status, run_id, results_dir, self.evidence)
 
     async def logs(self, run_id: str, follow: bool, results_dir: str) -> int | None:
         from .manage import logs
 
-        return await logs(run_id, follow, results_dir)
+        return await logs(run_id, follow, results_dir, self.evidence)
 
     async def cancel(self, run_id: str) -> int | None:
         from .manage import cancel
 
-        return await cancel(run_id)
+        return await cancel(run_id, self.evidence)
 
     def not_found(self, run_id: str) -> str:
-        return f"no Slurm job for run id {run_id!r} (squeue, or its .slurm/ folder here)"
+        return f"no Slurm job for run id {run_id!r} (squeue, or a slurm/ side folder here)"
 
     async def cleanup(self, all_hosts: bool, dry_run: bool) -> int:
         from .manage import cleanup
 
         return await cleanup(self.name, all_hosts, dry_run)
+
+
+def _describe(task, minutes: int) -> list[str]:
+    """What --dry-run prints of one run's batch job: its sbatch options, its command, what it waits for."""
+    options = task.batch.options
+    request = " ".join(o for o in options if o.startswith(("--gres=", "--gpus="))) or "a node"
+    partition = next(o.split("=", 1)[1] for o in options if o.startswith("--partition="))
+    return [f"  sbatch {' '.join(task.batch.sbatch_options())}", f"  runs   {' '.join(task.command)}",
+            f"  waits  for {request} in partition {partition}, then up to {minutes} min"]

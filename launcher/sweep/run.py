@@ -1,12 +1,15 @@
 """`gpubench-launch sweep PLAN.toml`: every cell of a plan (a workload with its arguments, on one GPU type) as
-one job, all at once, through the launcher's own machinery (run_launches: one view, one request budget, one
-Ctrl-C), under the plan's one dollar cap, into one store prefix per sweep.
+one job, all at once, on the provider the plan's table names, through the launcher's own machinery (run_launches:
+one view, one Ctrl-C), under the plan's one cap (dollars, or GPU-hours of owned machines), into one store prefix
+per sweep.
 
 Resuming is reading: the store (or the local results folder) says which cells have complete results, the
-API's job tags (gpubench_sweep, gpubench_cell) say which jobs a killed launcher left behind. The same call
-again launches only the cells with neither, and follows the left-behind jobs instead of paying for them
-twice. A cell whose GPU type had no capacity is reported, and tried again only with --retry-unavailable
-(or in another sweep), so a second call after a complete sweep launches nothing.
+provider says which jobs a killed launcher left behind (Runcrate's job tags, a Docker host's container labels, the
+side folders of Slurm's batches). The same call again launches only the cells with neither, and follows the
+left-behind jobs instead of paying for them twice; a job that ended while no launcher followed it gets its
+job.json now, and what it used counts under the cap. A cell whose GPU type had no capacity is reported, and tried
+again only with --retry-unavailable (or in another sweep), so a second call after a complete sweep launches
+nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ async def _sweep(o: SweepOptions, plan: Plan, provider) -> int:
     from gpubench.gpu_fit import why_unfit
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
-    from ..launch import LaunchOptions, build_plan, check_store, run_launches
+    from ..launch import LaunchOptions, build_plan, check_store, refusals, run_launches
     from ..pace import Pace
     from ..plan import resolve_workload
     from ..progress import ProgressView
@@ -137,16 +140,22 @@ async def _sweep(o: SweepOptions, plan: Plan, provider) -> int:
             return errors.OK
         if over:  # before any request that could start or bill anything
             raise LaunchError(over)
-        pending = {c.path: c.launch for c in cells if c.state == "pending"}
-        left = await provider.left_behind(sweep_id, {a.run_id for a in attempts if a.ended}, pending)
+        left = await provider.left_behind(sweep_id, {a.run_id for a in attempts if a.ended},
+                                          {c.path: c.launch for c in cells},
+                                          {c.path for c in cells if c.state == "pending"})
         for c in cells:
-            if c.path in left and c.state == "pending":
-                found = left[c.path]
+            if c.path in left.follow and c.state == "pending":
+                found = left.follow[c.path]
                 c.adopt, c.state, c.note = found.job, "follow", found.note
                 c.run.run_id = c.run_id = found.run_id
                 c.run.env = c.launch.env_for(c.run)
-        todo = [c for c in cells if c.to_launch]
+        if left.ended:  # jobs that ended unfollowed used the cluster too: counted before anything is submitted
+            over = provider.over_cap(plan, worst, spent + sum(e.used for e in left.ended))
+            if over:
+                raise LaunchError(over)
         view = ProgressView(verbose=o.verbose)
+        replaced = await _record_ended(provider, left.ended, cells, where, redact, view)
+        todo = [c for c in cells if c.to_launch]
         for c in cells:
             if not c.to_launch:
                 view.say(None, f"{c.cell.label} on {c.cell.gpu}: {c.state} ({c.note})")
@@ -155,13 +164,15 @@ async def _sweep(o: SweepOptions, plan: Plan, provider) -> int:
         outcomes = []
         if todo:
             await check_store(where.cell_store(todo[0].path), todo[0].run.run_id, redact)
-            outcomes = await run_launches(
+            outcomes = refusals(await run_launches(
                 provider, [(c.launch, where.cell_store(c.path)) for c in todo], pace, redact, view,
                 adopt={c.run.run_id: c.adopt for c in todo if c.adopt is not None},
-                cap=provider.running_cap(plan, spent))
+                cap=provider.running_cap(plan, spent)))
             view.summary(outcomes)
         for c, outcome in zip(todo, outcomes, strict=True):
             _settle(c, outcome)
+            if c.path in replaced:
+                c.note = "; ".join(n for n in (replaced[c.path], c.note) if n)
     finally:
         await provider.close()
     return await _finish(plan, sweep_id, where, cells, spent, view, redact)
@@ -180,6 +191,22 @@ async def _finish(plan: Plan, sweep_id: str, where: SweepStore, cells: list[Plan
         return errors.combine([errors.LAUNCHER_TROUBLE] + [c.exit_code for c in cells])
     print_summary(view, summary)
     return errors.combine([c.exit_code for c in cells])
+
+
+async def _record_ended(provider, ended: list, cells: list[PlannedCell], where: SweepStore, redact,
+                        view) -> dict[str, str]:
+    """The jobs an earlier call left that ended while no launcher followed them: each one's job.json written (and its
+    folder stored) now, and said; {cell path: note} for the cells still without a result, submitted again."""
+    by_path = {c.path: c for c in cells}
+    replaced = {}
+    for e in ended:
+        c = by_path[e.cell]
+        said = await provider.record_ended(e, c.launch, where.cell_store(c.path), redact)
+        again = "; submitting the cell again" if c.state == "pending" else ""
+        view.say(None, f"{c.cell.label} on {c.cell.gpu}: {said}; its job.json is written{again}")
+        if again:
+            replaced[c.path] = f"replaces {said}"
+    return replaced
 
 
 def _classify(cells: list[PlannedCell], attempts: list[Attempt], retry: bool) -> None:

@@ -1,4 +1,6 @@
-"""Prometheus text exposition: the samples of a /metrics page, summed over their label sets."""
+"""Prometheus text exposition: the samples of a /metrics page, summed over their label sets. Read by the servers'
+counters (servers/vllm.py) and the load generator's gauge sampler (loadgen/server_gauges.py), so it sits below both.
+"""
 
 from __future__ import annotations
 
