@@ -179,7 +179,9 @@ class Provider:
 
     async def submit_together(self, launches: list[tuple[Launch, RunPlan]]) -> dict[str, Any]:
         """Submit several runs in one call (a sweep's cells as one job array): {run id: the job, as runner() takes it
-        in `adopt`}. Runs left out submit their own; the default leaves out every one."""
+        in `adopt`}. Runs left out submit their own; the default leaves out every one. Called under the call's
+        Ctrl-C handler: a run it could not submit (interrupted first, refused) is handed over all the same, and its
+        runner says so; if it fails part-way, what it submitted is cancelled before the error goes on."""
         return {}
 
     def stop_command(self, live: dict[str, str]) -> str:

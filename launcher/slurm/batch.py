@@ -78,6 +78,15 @@ class BatchTask:
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """A task of an array this call submitted with others (Slurm.submit_together), as its run's runner is handed
+    it: followed as this call's own job (timed from sbatch's answer). Its batch's job_id is None when sbatch refused
+    it (`refused` says why) or a Ctrl-C came first."""
+
+    task: BatchTask
+
+
+@dataclass(frozen=True)
 class Earlier:
     """A task an earlier call submitted and left running (Slurm.left_behind): followed again, never submitted."""
 

@@ -30,7 +30,7 @@ from ..plan import RunPlan
 from ..results import RunFolder, RunOutcome
 from ..state import LaunchState
 from . import commands
-from .batch import BatchTask, Earlier, TaskEnd
+from .batch import BatchTask, Earlier, Submitted, TaskEnd
 from .plan import SIGINT_BEFORE_LIMIT_S
 from .queue import submit
 
@@ -72,10 +72,11 @@ class OutputFollower:
 
 
 class SlurmRun:
-    """One run as a batch job of its own (`adopt` None: this runner submits it), or as a task an earlier call left
-    (`Earlier`: followed again, never submitted, not timed)."""
+    """One run as a batch job of its own (`adopt` None: this runner submits it), as a task of an array this call
+    submitted with others (`Submitted`: Slurm.submit_together), or as a task an earlier call left (`Earlier`:
+    followed again, never submitted, not timed)."""
 
-    def __init__(self, launch: Launch, run: RunPlan, adopt: Earlier | None = None):
+    def __init__(self, launch: Launch, run: RunPlan, adopt: Submitted | Earlier | None = None):
         from .batch import task_of_its_own
 
         self.launch = launch
@@ -110,7 +111,7 @@ class SlurmRun:
                                   message="interrupted before the job was submitted")
             if batch.job_id is None:
                 self.view.update(self.run_id, status="submitting")
-            try:
+            try:  # a job of its own is submitted here; an array submit_together sent answers at once
                 await submit(batch, str(batch.side), self.queue)
             except commands.SlurmError as exc:
                 self.view.update(self.run_id, status="refused")

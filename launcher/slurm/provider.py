@@ -10,6 +10,7 @@ are `manage.py`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import tomllib
@@ -139,6 +140,37 @@ class Slurm(Provider):
         from .job import SlurmRun
 
         return SlurmRun(launch, run, adopt=adopt)
+
+    async def submit_together(self, launches: list) -> dict[str, Any]:
+        """A sweep's cells as job arrays (sweep.plan_arrays), each sent with one sbatch before the runs start: every
+        task's run gets its task as `Submitted` (a launch's runs are left out: each is a job of its own). An array
+        sbatch refuses leaves nothing; its runs say why. A Ctrl-C stops the sending (the runs not sent say so); an
+        error part-way cancels the arrays already sent."""
+        from . import commands
+        from .batch import Submitted
+        from .queue import submit
+        from .sweep import plan_arrays
+
+        arrays = plan_arrays([(launch.plan, run, launch.store) for launch, run in launches], self.cluster)
+        if not arrays:
+            return {}
+        first = launches[0][0]
+        sent = []
+        try:
+            for batch in arrays:
+                if first.interrupted.is_set():
+                    break
+                for task in batch.tasks:
+                    first.view.update(task.run_id, status="submitting")
+                with contextlib.suppress(commands.SlurmError):  # refused: batch.refused, said by each of its runs
+                    await submit(batch, str(batch.side), self.queue)
+                    sent.append(batch)
+        except BaseException:
+            if sent:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(commands.call(commands.cancel, [b.job_id for b in sent]))
+            raise
+        return {task.run_id: Submitted(task) for batch in arrays for task in batch.tasks}
 
     def stop_command(self, live: dict[str, str]) -> str:
         """scancel with every job this call followed, not only those still in `live`: one the first Ctrl-C already
