@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-server, llama-quantize and llama-bench from the llama.cpp source that PyPI's
+# llama-cpp-python sdist vendors (vendor/llama.cpp), and installs them with llama.cpp's GGUF converter
+# (convert_hf_to_gguf.py, its conversion/ package and gguf-py) into .llama-cpp/, where `gpubench run` finds them
+# with nothing to set (gpubench/servers/llamacpp.py). Why llama-server and not llama-cpp-python's own server:
+# docs/architecture.md, "Engines".
+#
+#   bash tools/llamacpp_build.sh                 # CPU build for this machine (-march=native) into .llama-cpp/
+#   bash tools/llamacpp_build.sh --cuda 90       # CUDA build for sm_90 (an H200), portable CPU code
+#   bash tools/llamacpp_build.sh --portable --prefix /opt/llama.cpp    # an image's CPU-portable build
+#   bash tools/llamacpp_build.sh --source llama.cpp-src.tar.xz ...     # from tools/llamacpp_pieces.py's trimmed
+#                                                                      # source instead of PyPI
+#
+# Idempotent: a prefix whose build-info.json has this build's key and whose llama-server answers --version is kept.
+# Each build is cached by its key (source version, cmake flags, compiler, and this machine's CPU flags for a native
+# build) under ${XDG_CACHE_HOME:-~/.cache}/gpubench/llama.cpp/<key>/, so a fresh clone on the same machine copies it
+# instead of compiling again. The prefix holds bin/ (the three programs and ggml's shared libraries, rpath $ORIGIN),
+# convert/ and build-info.json (version, commit, flags, compiler, CUDA, build time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+PACKAGE=llama-cpp-python
+VERSION=${GPUBENCH_LLAMA_CPP_PYTHON:-0.3.36}  # gpubench/servers/llamacpp.py SOURCE_VERSION; a test keeps them equal
+TARGETS=(llama-server llama-quantize llama-bench)
+FORMAT=1  # part of the cache key: bump when what this script installs changes
+
+cuda=""
+portable=0
+prefix="$repo/.llama-cpp"
+source_arg=""
+jobs=$(nproc)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cuda) cuda=${2:?--cuda takes the CUDA architectures, e.g. 90}; shift 2 ;;
+    --portable) portable=1; shift ;;
+    --prefix) prefix=${2:?--prefix takes a folder}; shift 2 ;;
+    --source) source_arg=${2:?--source takes a trimmed source tarball or a llama.cpp folder}; shift 2 ;;
+    --jobs) jobs=${2:?--jobs takes a number}; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "llamacpp_build.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$jobs" in ''|*[!0-9]*|0) echo "llamacpp_build.sh: --jobs $jobs: give a whole number, 1 or more" >&2; exit 2 ;; esac
+case "$cuda" in *[!0-9\;]*) echo "llamacpp_build.sh: --cuda $cuda: give architectures like 90 or '80;90'" >&2; exit 2 ;; esac
+if [ -n "$source_arg" ] && [ ! -e "$source_arg" ]; then
+  echo "llamacpp_build.sh: --source $source_arg does not exist" >&2; exit 2
+fi
+for tool in cmake c++; do
+  command -v "$tool" >/dev/null || { echo "llamacpp_build.sh: $tool is not installed (apt-get install cmake g++)" >&2; exit 2; }
+done
+if [ -n "$cuda" ] && ! command -v nvcc >/dev/null; then
+  echo "llamacpp_build.sh: --cuda needs nvcc on PATH (e.g. PATH=/usr/local/cuda/bin:\$PATH)" >&2; exit 2
+fi
+
+flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON
+       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
+       -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_CCACHE=OFF)
+# No web UI (it would be downloaded from the Hugging Face Hub at build time) and no HTTPS client: the benchmark
+# serves the OpenAI API on localhost and loads local GGUF files.
+cpu="native"
+if [ -n "$cuda" ]; then
+  flags+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda" -DGGML_NATIVE=OFF)
+  cpu="portable"
+elif [ "$portable" = 1 ]; then
+  flags+=(-DGGML_NATIVE=OFF)
+  cpu="portable"
+fi
+compiler=$(c++ --version | head -n1)
+nvcc_version=""
+[ -n "$cuda" ] && nvcc_version=$(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)
+cpu_flags=""
+[ "$cpu" = native ] && cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+source_id="$PACKAGE==$VERSION"
+[ -n "$source_arg" ] && source_id="$source_id from $(basename "$source_arg")"
+key=$(printf '%s\n' "$FORMAT" "$PACKAGE==$VERSION" "${flags[*]}" "$compiler" "$nvcc_version" "$cpu_flags" \
+      | sha256sum | cut -c1-16)
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/gpubench/llama.cpp
+cached="$cache_root/$key"
+
+ready() {  # a complete install of this key in $1
+  [ -x "$1/bin/llama-server" ] && [ -f "$1/build-info.json" ] \
+    && grep -q "\"key\": \"$key\"" "$1/build-info.json" \
+    && "$1/bin/llama-server" --version >/dev/null 2>&1
+}
+
+install_to_prefix() {
+  if [ "$(cd "$cached" && pwd -P)" != "$(mkdir -p "$prefix" && cd "$prefix" && pwd -P)" ]; then
+    rm -rf "$prefix.tmp.$$" && cp -a "$cached" "$prefix.tmp.$$"
+    rm -rf "$prefix" && mv "$prefix.tmp.$$" "$prefix"
+  fi
+  echo "llama.cpp ready in $prefix ($("$prefix/bin/llama-server" --version 2>&1 | head -n1), build $key)"
+}
+
+if ready "$prefix"; then
+  echo "llama.cpp ready in $prefix (build $key)"
+  exit 0
+fi
+if ready "$cached"; then
+  install_to_prefix
+  exit 0
+fi
+
+mkdir -p "$cache_root"
+work=$(mktemp -d "$cache_root/build-$key.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+src="$work/llama.cpp"
+sdist_sha256=""
+commit=""
+if [ -z "$source_arg" ]; then
+  # PyPI's sdist (pip's cache keeps it): llama.cpp's tree without its 60 MB of vocabulary GGUFs and the .git pack,
+  # but with the submodule's HEAD, which names the llama.cpp commit.
+  python3 -m pip download -q --no-deps --no-binary :all: -d "$cache_root/sdist" "$PACKAGE==$VERSION"
+  sdist=$(ls "$cache_root/sdist/"llama_cpp_python-"$VERSION".tar.gz)
+  sdist_sha256=$(sha256sum "$sdist" | cut -d' ' -f1)
+  top="llama_cpp_python-$VERSION"
+  tar -xzf "$sdist" -C "$work" --exclude="$top/vendor/llama.cpp/models/*.gguf*" \
+      "$top/vendor/llama.cpp" "$top/.git/modules/vendor/llama.cpp/HEAD"
+  commit=$(cat "$work/$top/.git/modules/vendor/llama.cpp/HEAD")
+  mv "$work/$top/vendor/llama.cpp" "$src"
+elif [ -d "$source_arg" ]; then
+  cp -a "$source_arg" "$src"
+else
+  mkdir "$src" && tar -xf "$source_arg" -C "$src" --strip-components=1
+fi
+if [ -f "$src/GPUBENCH-SOURCE.json" ]; then  # tools/llamacpp_pieces.py's trimmed source says where it came from
+  commit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"])' "$src/GPUBENCH-SOURCE.json")
+  sdist_sha256=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sdist_sha256"])' \
+                 "$src/GPUBENCH-SOURCE.json")
+fi
+version_of() {  # set(NAME_VERSION_MAJOR 0) ... in a CMakeLists.txt -> 0.5.0
+  sed -n "s/^set($2_VERSION_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\))/\2/p" "$1" | paste -sd.
+}
+llama_version=$(version_of "$src/CMakeLists.txt" LLAMA)
+ggml_version=$(version_of "$src/ggml/CMakeLists.txt" GGML)
+# Named here, so that a git repository around the build folder is never taken for llama.cpp's own.
+[ -n "$commit" ] && flags+=("-DLLAMA_BUILD_COMMIT=${commit:0:7}" -DLLAMA_BUILD_NUMBER=0)
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+echo "building llama.cpp $llama_version (${commit:0:7}) from $source_id: ${TARGETS[*]}, $jobs jobs, build $key"
+TIMEFORMAT='%R %U %S'
+exec 3>&2  # the build's own errors, past the time report's redirection
+{ time { cmake -S "$src" -B "$work/build" "${generator[@]}" "${flags[@]}" >"$work/cmake.log" 2>&1 \
+         || { tail -n 30 "$work/cmake.log" >&3; exit 1; }
+       cmake --build "$work/build" -j "$jobs" --target "${TARGETS[@]}" >"$work/build.log" 2>&1 \
+         || { grep -m5 -B2 -A8 'error' "$work/build.log" >&3 || tail -n 40 "$work/build.log" >&3; exit 1; }
+     } ; } 2>"$work/time"
+read -r wall user sys <"$work/time"
+
+staged="$work/install"
+mkdir -p "$staged/bin" "$staged/convert"
+cp -a "$work/build/bin/." "$staged/bin/"
+cp -a "$src/convert_hf_to_gguf.py" "$src/conversion" "$staged/convert/"
+mkdir -p "$staged/convert/gguf-py" && cp -a "$src/gguf-py/gguf" "$staged/convert/gguf-py/"
+cp "$src/LICENSE" "$staged/LICENSE"
+python3 - "$staged/build-info.json" <<EOF
+import json, sys
+info = {
+    "engine": "llama.cpp", "version": "$llama_version", "ggml_version": "$ggml_version",
+    "commit": "$commit" or None, "source": "PyPI $PACKAGE==$VERSION (sdist), vendor/llama.cpp",
+    "source_sha256": "$sdist_sha256" or None, "source_file": "$(basename "${source_arg:-pypi}")",
+    "targets": "${TARGETS[*]}".split(), "cmake_flags": """${flags[*]}""".split(),
+    "compiler": "$compiler", "cuda": {"architectures": "$cuda", "nvcc": "$nvcc_version"} if "$cuda" else None,
+    "cpu": "$cpu", "jobs": $jobs, "build_wall_s": $wall, "build_cpu_s": round($user + $sys, 1),
+    "built_at": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "key": "$key",
+}
+json.dump(info, open(sys.argv[1], "w"), indent=2)
+EOF
+"$staged/bin/llama-server" --version >/dev/null 2>&1 || {
+  echo "the built llama-server does not run:" >&2; "$staged/bin/llama-server" --version >&2 || true; exit 1; }
+rm -rf "$cached" && mv "$staged" "$cached"
+echo "built in ${wall} s (${user} s user + ${sys} s system CPU)"
+install_to_prefix
