@@ -151,6 +151,16 @@ class ManagedServer:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def death(self) -> str | None:
+        """None while the server runs (or before it started); once it has exited, what a result says of it:
+        '<name> exited with code N: <its last error line>'."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        self._relay.join(timeout=5)  # the last lines explain why
+        code = self.proc.returncode
+        signal_name = f" ({signal.Signals(-code).name})" if code < 0 and -code in signal.valid_signals() else ""
+        return f"{self.name} exited with code {code}{signal_name}{self._cause()}"
+
     def stop(self, grace_s: float = 30.0, term_s: float = 10.0) -> None:
         """SIGINT to the server (its own clean shutdown, which stops what it started), then SIGTERM and
         SIGKILL to its whole group, each after the previous one's wait."""
