@@ -124,7 +124,7 @@ def env(as_json: bool) -> None:
     """The environment block a run on this machine would record."""
     from gpubench.run import environment, live
 
-    block = environment.collect()
+    block = environment.collect(engines=tuple(environment.ENGINES))
     if live.wants_records(as_json):
         click.echo(block.model_dump_json(indent=2))
         return

@@ -103,12 +103,28 @@ def library_versions(names) -> dict[str, str | None]:
     return versions
 
 
+def _llamacpp_version() -> str | None:
+    from gpubench.servers.llamacpp import installed_version
+
+    return installed_version()
+
+
+# Engines a catalog entry names (WorkloadSpec.engines): built from source, so no package metadata knows them; each
+# reads the build `gpubench run` would start ("0.5.0 (0c1e570, CUDA sm_90)"), None where there is none.
+ENGINES = {"llama.cpp": _llamacpp_version}
+
+
+def engine_versions(names) -> dict[str, str | None]:
+    return {name: ENGINES[name]() for name in names}
+
+
 def gpu_names() -> list[str]:
     return [gpu.name for gpu in _nvidia_smi()[0]]
 
 
-def collect(libraries=(), price_usd_per_hour: float | None = None) -> Environment:
-    """The block; `price_usd_per_hour` is the price the run's costs use (the runner resolves it)."""
+def collect(libraries=(), price_usd_per_hour: float | None = None, engines=()) -> Environment:
+    """The block; `price_usd_per_hour` is the price the run's costs use (the runner resolves it); `engines` are
+    recorded among the libraries, by the version of their build found here."""
     gpus, driver = _nvidia_smi()
     fields: dict[str, object] = {name: os.environ.get(var) or None for name, var in IMAGE_VARS.items()}
     for name, var in LAUNCHER_VARS.items():
@@ -125,6 +141,6 @@ def collect(libraries=(), price_usd_per_hour: float | None = None) -> Environmen
         ram_gb=_ram_gb(),
         python=platform.python_version(),
         platform=platform.platform(),
-        libraries=library_versions(libraries),
+        libraries={**library_versions(libraries), **engine_versions(engines)},
         **fields,
     )

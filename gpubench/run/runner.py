@@ -98,7 +98,7 @@ class Runner:
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour)
+        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour, engines=req.spec.engines)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
         config = dataclasses.asdict(req.config)
         self.run_dir.record(RunStarted(
