@@ -199,7 +199,8 @@ def _run(step: str, argv: list[str]) -> None:
 
 def _convert_main(argv: list[str]) -> None:
     """`python -m gpubench.servers.gguf CONVERTER_DIR PRE CHECKPOINT [converter args]`: convert_hf_to_gguf.py's
-    own main, with every BPE model's pre-tokenizer answered as PRE instead of looked up by hash (`-`: looked up)."""
+    own main, with every BPE model's pre-tokenizer answered as PRE instead of looked up by hash (`-`: looked up),
+    and without needing the sentencepiece package for a checkpoint that has no tokenizer.model."""
     import runpy
 
     converter_dir, pre, *args = argv
@@ -208,6 +209,17 @@ def _convert_main(argv: list[str]) -> None:
 
     if pre != "-":
         base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+    sentencepiece_vocab = base.TextModel._create_vocab_sentencepiece
+
+    def no_tokenizer_model_first(self):
+        # Qwen2's set_vocab tries a SentencePiece tokenizer.model first and falls back to BPE on FileNotFoundError,
+        # but imports sentencepiece before looking for the file: without that package (not a dependency of a BPE
+        # model's conversion) the fallback is never reached. The file is looked for first here.
+        if not (self.dir_model / "tokenizer.model").is_file():
+            raise FileNotFoundError(f"File not found: {self.dir_model / 'tokenizer.model'}")
+        return sentencepiece_vocab(self)
+
+    base.TextModel._create_vocab_sentencepiece = no_tokenizer_model_first
     script = str(Path(converter_dir) / "convert_hf_to_gguf.py")
     sys.argv = [script, *args]
     runpy.run_path(script, run_name="__main__")
