@@ -206,7 +206,10 @@ def llamacpp_session(config: ServingConfig, ctx: SetupContext, quant: str, llama
         raise SetupSkipped(str(exc)) from None
     shape = TINY if config.model_shape == "tiny" else QWEN25_7B
     weights = ctx.weight_paths.get(config.model) if config.model_shape != "tiny" else None
-    made = gguf.prepare(shape, quant, install, progress=ctx.progress, checkpoint=Path(weights) if weights else None)
+    try:
+        made = gguf.prepare(shape, quant, install, progress=ctx.progress, checkpoint=Path(weights) if weights else None)
+    except gguf.ConverterMissing as exc:
+        raise SetupSkipped(str(exc)) from None
     source = f"{config.model} weights from {weights}" if weights else \
         ("a 2-layer Qwen2 with random weights and a full-vocabulary tokenizer (smoke)" if config.model_shape == "tiny"
          else f"random weights at {config.model}'s shape, a full-vocabulary byte-level BPE (every id streams as text)")

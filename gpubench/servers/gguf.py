@@ -3,9 +3,10 @@
 Ollama's qwen2.5:7b-instruct-q4_K_M and -q8_0 are GGUFs that llama.cpp's convert_hf_to_gguf.py and
 llama-quantize made from Qwen's checkpoint. Without the Hub this makes the same from the random-weight checkpoint
 at the same shape (tiny_model.py: its config, the full-vocabulary tokenizer, N(0, 0.02) weights in bf16):
-checkpoint -> `convert_hf_to_gguf.py --outtype f16` -> `llama-quantize` to Q4_K_M or Q8_0, each step timed. The
+checkpoint -> `convert_hf_to_gguf.py --outtype bf16` (the checkpoint's own dtype: a copy, no rounding) ->
+`llama-quantize` to Q4_K_M or Q8_0, each step timed. The
 result is cached by shape, quantization, tokenizer format and the llama.cpp commit, under $GPUBENCH_GGUF_DIR, else
-${XDG_CACHE_HOME:-~/.cache}/gpubench/gguf/ (as the tokenizers are); the f16 GGUF stays there too, so the second
+${XDG_CACHE_HOME:-~/.cache}/gpubench/gguf/ (as the tokenizers are); the bf16 GGUF stays there too, so the second
 quantization skips the checkpoint and the conversion (at Qwen2.5-7B's shape: 15 GB each).
 
 The converter names a BPE tokenizer's pre-tokenizer by hashing how it encodes a fixed text, and refuses a tokenizer
@@ -42,6 +43,19 @@ class GgufFailed(RuntimeError):
     """A step of the GGUF's making failed; str() names the step and ends with its output's tail."""
 
 
+class ConverterMissing(GgufFailed):
+    """This Python lacks what llama.cpp's converter (and the checkpoint writer) import; str() says what to install."""
+
+
+CONVERTER_MODULES = ("torch", "transformers", "safetensors", "numpy", "yaml")
+
+
+def missing_modules() -> list[str]:
+    import importlib.util
+
+    return [name for name in CONVERTER_MODULES if importlib.util.find_spec(name) is None]
+
+
 @dataclass
 class Gguf:
     path: Path
@@ -57,7 +71,8 @@ class Gguf:
 
     def info(self) -> dict:
         return {"file": str(self.path), "bytes": self.path.stat().st_size, "quant": self.quant, "cached": self.cached,
-                "made_by": "llama.cpp's convert_hf_to_gguf.py (f16, pre-tokenizer declared qwen2) and llama-quantize",
+                "made_by": "llama.cpp's convert_hf_to_gguf.py (bf16; a random checkpoint's pre-tokenizer declared"
+                           " qwen2) and llama-quantize",
                 **({"seconds": self.seconds} if self.seconds else {})}
 
 
@@ -94,22 +109,26 @@ def prepare(shape: Qwen2Shape, quant: str, install: Install, progress=None, thre
     target = folder / f"model-{quant}.gguf"
     if target.exists():
         return Gguf(target, quant, cached=True)
+    if missing := missing_modules():
+        raise ConverterMissing(f"making the {quant} GGUF needs {', '.join(missing)} in this Python (llama.cpp's"
+                               " convert_hf_to_gguf.py imports them): install torch for this machine and"
+                               " pip install 'gpubench[train]'")
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():
             return Gguf(target, quant, cached=True)
         seconds: dict[str, float] = {}
-        f16 = folder / "model-F16.gguf"
-        if not f16.exists():
+        whole = folder / "model-BF16.gguf"
+        if not whole.exists():
             source = checkpoint or folder / "checkpoint"
             if checkpoint is None:
                 shutil.rmtree(source, ignore_errors=True)
                 with _timed(seconds, "checkpoint_s", progress, "random checkpoint"):
                     write_checkpoint(source, shape)
-            with _timed(seconds, "convert_s", progress, "convert_hf_to_gguf.py --outtype f16"):
+            with _timed(seconds, "convert_s", progress, "convert_hf_to_gguf.py --outtype bf16"):
                 # the random tokenizer's pre-tokenizer is declared (module docstring); a real one is recognised
-                convert(install, source, f16, pre=None if checkpoint else declared_pre_tokenizer(source))
+                convert(install, source, whole, pre=None if checkpoint else declared_pre_tokenizer(source))
             kept = folder / "model"
             shutil.rmtree(kept, ignore_errors=True)
             kept.mkdir()
@@ -119,7 +138,7 @@ def prepare(shape: Qwen2Shape, quant: str, install: Install, progress=None, thre
             if checkpoint is None:
                 shutil.rmtree(source)
         with _timed(seconds, "quantize_s", progress, f"llama-quantize {quant}"):
-            quantize(install, f16, target, quant, threads)
+            quantize(install, whole, target, quant, threads)
     return Gguf(target, quant, cached=False, seconds=seconds)
 
 
@@ -171,7 +190,7 @@ def declared_pre_tokenizer(folder: Path) -> str:
     return "qwen2"
 
 
-def convert(install: Install, checkpoint: Path, out: Path, outtype: str = "f16", pre: str | None = None) -> None:
+def convert(install: Install, checkpoint: Path, out: Path, outtype: str = "bf16", pre: str | None = None) -> None:
     """llama.cpp's convert_hf_to_gguf.py on the checkpoint, in a Python of its own (it imports torch); `pre`, when
     given, is the BPE pre-tokenizer it records instead of the one it looks up by hash."""
     if install.converter is None:
