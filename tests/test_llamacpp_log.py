@@ -7,19 +7,21 @@ import pytest
 
 from gpubench.servers.llamacpp import buffers
 
-# The lines llama.cpp 0.5.0 prints for a Qwen2.5-7B Q4_K_M on one CUDA GPU with 16 slots of 4096 tokens (its
-# LLAMA_LOG_INFO formats: src/llama-model.cpp, llama-kv-cache.cpp, llama-context.cpp), among others.
+# The lines llama.cpp 0.5.0 prints at --log-verbosity 4 for a Qwen2.5-7B Q4_K_M on one CUDA GPU with 16 slots of
+# 4096 tokens (as its CPU build prints them for the tiny model, with the CUDA device names of its LLAMA_LOG_INFO
+# formats: src/llama-model.cpp, llama-kv-cache.cpp, llama-context.cpp), among others.
 CUDA_LOG = """\
-load_tensors: offloaded 29/29 layers to GPU
-load_tensors:   CPU_Mapped model buffer size =   292.36 MiB
-load_tensors:        CUDA0 model buffer size =  4168.09 MiB
-llama_context: n_ctx         = 65536
-llama_context:  CUDA_Host  output buffer size =     9.28 MiB
-llama_kv_cache:      CUDA0 KV buffer size =  3584.00 MiB
-llama_kv_cache: size = 3584.00 MiB ( 65536 cells,  28 layers, 16/16 seqs), K (f16): 1792.00 MiB, V (f16): 1792.00 MiB
-llama_context:      CUDA0 compute buffer size =   304.00 MiB
-llama_context:  CUDA_Host compute buffer size =   135.01 MiB
-srv  load_model: initializing, n_slots = 16, n_ctx_slot = 4096, kv_unified = 'false'
+0.00.041.116 I srv    load_model: loading model '/cache/gguf/qwen2-28x3584-random-0123456789abcdef/model-Q4_K_M.gguf'
+0.01.370.950 I load_tensors: offloaded 29/29 layers to GPU
+0.01.374.744 I load_tensors:   CPU_Mapped model buffer size =   292.36 MiB
+0.01.374.750 I load_tensors:        CUDA0 model buffer size =  4168.09 MiB
+0.01.377.354 I llama_context: n_ctx                 = 65536
+0.01.382.563 I llama_context:  CUDA_Host  output buffer size =     9.28 MiB
+0.01.384.889 I llama_kv_cache:      CUDA0 KV buffer size =  3584.00 MiB
+0.01.450.450 I llama_kv_cache: size = 3584.00 MiB (  4096 cells,  28 layers, 16/16 seqs), K (f16): 1792.00 MiB, ...
+0.01.466.120 I llama_context:      CUDA0 compute buffer size =   304.00 MiB
+0.01.466.130 I llama_context:  CUDA_Host compute buffer size =   135.01 MiB
+0.02.850.869 I srv    load_model: initializing, n_slots = 16, n_ctx_slot = 4096, kv_unified = 'false'
 """
 
 

@@ -34,8 +34,9 @@ INSTALL_HINT = ("llama.cpp is not built here: bash tools/llamacpp_build.sh build
                 f" with no setting), or set {DIR_ENV} / --set llamacpp_dir=PATH to a folder with bin/llama-server,"
                 " or put llama-server on PATH")
 
-# load_tensors:   CPU_Mapped model buffer size =   112.29 MiB / llama_kv_cache:  CUDA0 KV buffer size = 3584.00 MiB
-_BUFFER = re.compile(r"^\S+:\s+(\S+)\s+(model|KV|compute) buffer size =\s+([\d.]+) MiB", re.MULTILINE)
+# 0.01.374.744 I load_tensors:   CPU_Mapped model buffer size =    32.71 MiB (time, level, source, device, size)
+_BUFFER = re.compile(r"\b\w+:\s+(\S+)\s+(model|KV|compute) buffer size =\s+([\d.]+) MiB")
+_LEVEL = re.compile(r"^[\d.]+ ([A-Z]) ")  # the level letter after the time: I(nfo), W(arning), E(rror)
 _SLOTS = re.compile(r"initializing, n_slots = (\d+), n_ctx_slot = (\d+)")
 _N_CTX = re.compile(r"llama_context: n_ctx\s+= (\d+)")
 _ERROR = re.compile(r"^(?:.*\b(?:error|failed)\b.*)$", re.IGNORECASE | re.MULTILINE)
@@ -168,7 +169,10 @@ class LlamaCppFlags:
                 "--n-gpu-layers", self.gpu_layers, "--batch-size", str(self.batch), "--flash-attn", self.flash_attn,
                 "--fit", "off",  # a model that does not fit fails to load, never silently on fewer layers
                 "--cache-ram", "0",  # no host-memory prompt cache beside the slots (Ollama's runner has none)
-                "--metrics", "--no-webui", "--offline"]
+                "--metrics", "--no-webui", "--offline",
+                # the model, KV cache and compute buffer sizes are trace-level lines (4) of this version's log; at 4
+                # it also writes ~50 lines per request, which stay in its log file (LlamaCppServer.echoed)
+                "--log-verbosity", "4"]
         if self.threads:
             args += ["--threads", str(self.threads)]
         if self.seed is not None:
@@ -224,6 +228,12 @@ class LlamaCppServer(ManagedServer):
     @property
     def ready_url(self) -> str:
         return f"{self.root_url}/health"
+
+    def echoed(self, line: str) -> bool:
+        """Until it is ready, every line (how it loaded: run.log shows it); after that its warnings and errors only:
+        the trace lines of each request stay in its log file."""
+        level = _LEVEL.match(line)
+        return self.ready_s is None or level is None or level.group(1) != "I"
 
     def stop(self, grace_s: float = 30.0, term_s: float = 10.0) -> None:
         try:

@@ -117,13 +117,18 @@ class ManagedServer:
         self.ready_s = time.perf_counter() - started
         return self.ready_s
 
+    def echoed(self, line: str) -> bool:
+        """Whether a line of the server's output goes to our stderr too (every line: a subclass may keep some to the
+        log file alone)."""
+        return True
+
     def _copy_output(self) -> None:
         with open(self.log_path, "wb") as log:
             for line in self.proc.stdout:
                 log.write(line)
                 log.flush()
-                if self.echo:
-                    sys.stderr.write(f"[{self.name}] {line.decode(errors='replace').rstrip()}\n")
+                if self.echo and self.echoed(text := line.decode(errors="replace").rstrip()):
+                    sys.stderr.write(f"[{self.name}] {text}\n")
         self.proc.stdout.close()
 
     def _wait_ready(self, started: float, progress) -> None:
