@@ -41,17 +41,14 @@ while [ $# -gt 0 ]; do
     *) echo "llamacpp_build.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-case "$jobs" in ''|*[!0-9]*|0) echo "llamacpp_build.sh: --jobs $jobs: give a whole number, 1 or more" >&2; exit 2 ;; esac
-case "$cuda" in *[!0-9\;]*) echo "llamacpp_build.sh: --cuda $cuda: give architectures like 90 or '80;90'" >&2; exit 2 ;; esac
-if [ -n "$source_arg" ] && [ ! -e "$source_arg" ]; then
-  echo "llamacpp_build.sh: --source $source_arg does not exist" >&2; exit 2
-fi
-for tool in cmake c++; do
-  command -v "$tool" >/dev/null || { echo "llamacpp_build.sh: $tool is not installed (apt-get install cmake g++)" >&2; exit 2; }
+refuse() { echo "llamacpp_build.sh: $*" >&2; exit 2; }
+case "$jobs" in ''|*[!0-9]*|0) refuse "--jobs $jobs: give a whole number, 1 or more" ;; esac
+case "$cuda" in *[!0-9\;]*) refuse "--cuda $cuda: give architectures like 90 or '80;90'" ;; esac
+[ -z "$source_arg" ] || [ -e "$source_arg" ] || refuse "--source $source_arg does not exist"
+for tool in cmake c++ python3; do
+  command -v "$tool" >/dev/null || refuse "$tool is not installed (apt-get install cmake g++ python3)"
 done
-if [ -n "$cuda" ] && ! command -v nvcc >/dev/null; then
-  echo "llamacpp_build.sh: --cuda needs nvcc on PATH (e.g. PATH=/usr/local/cuda/bin:\$PATH)" >&2; exit 2
-fi
+[ -z "$cuda" ] || command -v nvcc >/dev/null || refuse "--cuda needs nvcc on PATH (e.g. PATH=/usr/local/cuda/bin:\$PATH)"
 
 flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON
        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
@@ -65,6 +62,13 @@ if [ -n "$cuda" ]; then
 elif [ "$portable" = 1 ]; then
   flags+=(-DGGML_NATIVE=OFF)
   cpu="portable"
+elif [ "$(uname -m)" = x86_64 ]; then
+  # This machine's CPU, less AMX: a CPU can list AMX and still trap on it (the development VM's Xeon does: SIGILL at
+  # the first tilezero in ggml's AMX matmul, though arch_prctl grants the tile state). gcc and clang let an explicit
+  # -mno-* win over what -march=native implies, wherever it stands.
+  flags+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+          "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+  cpu="native, no AMX"
 fi
 compiler=$(c++ --version | head -n1)
 nvcc_version=""
@@ -120,8 +124,13 @@ if [ -z "$source_arg" ]; then
   mv "$work/$top/vendor/llama.cpp" "$src"
 elif [ -d "$source_arg" ]; then
   cp -a "$source_arg" "$src"
-else
-  mkdir "$src" && tar -xf "$source_arg" -C "$src" --strip-components=1
+else  # python3's tarfile: the H200 machine has no xz or zstd program
+  python3 - "$source_arg" "$work/unpacked" <<'EOF'
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as tar:
+    tar.extractall(sys.argv[2], filter="data")
+EOF
+  mv "$work/unpacked/"* "$src"
 fi
 if [ -f "$src/GPUBENCH-SOURCE.json" ]; then  # tools/llamacpp_pieces.py's trimmed source says where it came from
   commit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"])' "$src/GPUBENCH-SOURCE.json")
@@ -154,13 +163,14 @@ cp -a "$work/build/bin/." "$staged/bin/"
 cp -a "$src/convert_hf_to_gguf.py" "$src/conversion" "$staged/convert/"
 mkdir -p "$staged/convert/gguf-py" && cp -a "$src/gguf-py/gguf" "$staged/convert/gguf-py/"
 cp "$src/LICENSE" "$staged/LICENSE"
-python3 - "$staged/build-info.json" <<EOF
+printf '%s\n' "${flags[@]}" >"$work/flags"
+python3 - "$staged/build-info.json" "$work/flags" <<EOF
 import json, sys
 info = {
     "engine": "llama.cpp", "version": "$llama_version", "ggml_version": "$ggml_version",
     "commit": "$commit" or None, "source": "PyPI $PACKAGE==$VERSION (sdist), vendor/llama.cpp",
     "source_sha256": "$sdist_sha256" or None, "source_file": "$(basename "${source_arg:-pypi}")",
-    "targets": "${TARGETS[*]}".split(), "cmake_flags": """${flags[*]}""".split(),
+    "targets": "${TARGETS[*]}".split(), "cmake_flags": open(sys.argv[2]).read().splitlines(),
     "compiler": "$compiler", "cuda": {"architectures": "$cuda", "nvcc": "$nvcc_version"} if "$cuda" else None,
     "cpu": "$cpu", "jobs": $jobs, "build_wall_s": $wall, "build_cpu_s": round($user + $sys, 1),
     "built_at": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "key": "$key",
