@@ -14,13 +14,14 @@ from repo_tools import load
 pieces = load("llamacpp_pieces")
 TOP = f"llama_cpp_python-{pieces.SOURCE_VERSION}/"
 KEPT = ["CMakeLists.txt", "src/llama.cpp", "convert_hf_to_gguf.py", "models/templates/Qwen-Qwen2.5.jinja",
-        "tools/mtmd/mtmd.cpp"]
+        "tools/mtmd/mtmd.cpp",  # and a path past the 100 characters of a plain tar header (a pax header holds it)
+        "ggml/src/ggml-cuda/template-instances/fattn-mma-f16-instance-ncols1_1-ncols2_16.cu"]
 DROPPED = [".git", "models/ggml-vocab-qwen2.gguf", "models/ggml-vocab-qwen2.gguf.inp", "docs/build.md",
            "media/llama0-logo.png", "tools/mtmd/test-1.jpeg"]
 
 
 def sdist(path, commit="0c1e57098bba43ac29e6e3b677cdceebdd22334f"):
-    with tarfile.open(path, "w:gz") as tar:
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:  # as PyPI's sdist is
         for name, text in [(TOP + ".git/modules/vendor/llama.cpp/HEAD", commit + "\n"), (TOP + "setup.py", "x"),
                            *((TOP + "vendor/llama.cpp/" + n, n) for n in KEPT + DROPPED)]:
             info = tarfile.TarInfo(name)

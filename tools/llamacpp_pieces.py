@@ -55,6 +55,7 @@ def _fixed(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     info.mtime = 0
+    info.pax_headers = {}  # a long name read from a pax archive keeps its old path there, which a writer would use
     return info
 
 
