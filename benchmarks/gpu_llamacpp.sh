@@ -16,17 +16,21 @@
 #          on this machine (/tmp/site, benchmarks/gpu_vllm_env.sh), so the run derives their disagreements
 #   peer   benchmarks/llamacpp_peer.py on both GGUFs: llama-bench's tg against loadgen's decode at 1 user
 #
-# Each part's run time is capped at PART_LIMIT_S (default 500 s). What a call carries is copied to
-# /tmp/gpubench-llamacpp/carried first (a carried folder is gone in the next call; /tmp stays while the machine is
-# warm), and a part done leaves /tmp/gpubench-llamacpp/<part>.done. Results: $OUT/llamacpp-<parts>-<time>.tgz
-# (records, run folders, logs, timings) and $OUT/llamacpp-summary.txt (a line per part, appended across calls).
+# SMOKE=1 runs the same parts at the smoke size on a machine without a GPU (the tiny GGUF, `gpubench run --smoke`),
+# to try the script itself (GPU_LLAMACPP_WORK and GPU_LLAMACPP_PREFIX move its two /tmp folders). Each part's run
+# time is capped at PART_LIMIT_S (default 500 s). What a call carries is copied to /tmp/gpubench-llamacpp/carried
+# first (a carried folder is gone in the next call; /tmp stays while the machine is warm), and a part done leaves
+# /tmp/gpubench-llamacpp/<part>.done. Results: $OUT/llamacpp-<parts>-<time>.tgz (records, run folders, logs,
+# timings) and $OUT/llamacpp-summary.txt (a line per part, appended across calls).
 set -u
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
-WORK=/tmp/gpubench-llamacpp; mkdir -p "$WORK/carried" "$WORK/results"
-PREFIX=/tmp/llama.cpp
+WORK=${GPU_LLAMACPP_WORK:-/tmp/gpubench-llamacpp}; mkdir -p "$WORK/carried" "$WORK/results"
+PREFIX=${GPU_LLAMACPP_PREFIX:-/tmp/llama.cpp}
 PARTS=(build gguf q4km q8 gsm8k peer)
 LIMIT_S=${PART_LIMIT_S:-500}
 PRICE=${PRICE:-3.86}  # the posts' H100 PCIe rate, so the cost columns exist
+SHAPE=study RUN_SIZE=(--weights random)
+[ "${SMOKE:-0}" = 1 ] && SHAPE=tiny RUN_SIZE=(--smoke)
 for f in .llamacpp-h200/*; do [ -f "$f" ] && cp "$f" "$WORK/carried/"; done
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH  # the device's cmake, ninja and nvcc
 # the CUDA libraries, and ggml's beside the programs (a prebuilt tree from a plain CMake build has no $ORIGIN rpath)
@@ -56,19 +60,20 @@ PY
   cp "$PREFIX/build-info.json" "$WORK/results/"
   "$PREFIX/bin/llama-server" --version >"$WORK/results/llama-server-version.txt" 2>&1
   "$PREFIX/bin/llama-bench" --list-devices >>"$WORK/results/llama-server-version.txt" 2>&1
-  grep -q CUDA0 "$WORK/results/llama-server-version.txt" || { echo "llama.cpp finds no CUDA device:";
-    cat "$WORK/results/llama-server-version.txt"; return 4; }
+  [ "$SHAPE" = tiny ] || grep -q CUDA0 "$WORK/results/llama-server-version.txt" || {
+    echo "llama.cpp finds no CUDA device:"; cat "$WORK/results/llama-server-version.txt"; return 4; }
 }
 
 part_gguf() {
-  python3 - <<'PY' 2>&1 | tee "$WORK/results/gguf.json"
-import json
+  python3 - "$SHAPE" <<'PY' 2>&1 | tee "$WORK/results/gguf.txt"
+import json, sys
 from gpubench.servers import gguf
 from gpubench.servers.llamacpp import find
-from gpubench.servers.tiny_model import QWEN25_7B
+from gpubench.servers.tiny_model import QWEN25_7B, TINY
 
 install = find()
-made = {quant: gguf.prepare(QWEN25_7B, quant, install, progress=lambda *a, **k: print(k.get("message"), flush=True))
+shape = QWEN25_7B if sys.argv[1] == "study" else TINY
+made = {quant: gguf.prepare(shape, quant, install, progress=lambda *a, **k: print(k.get("message"), flush=True))
         for quant in ("Q4_K_M", "Q8_0")}
 print(json.dumps({quant: m.info() for quant, m in made.items()}, indent=2))
 PY
@@ -76,7 +81,7 @@ PY
 }
 
 run_setups() {  # $1: a name for the files, $2: the setups
-  timeout -s INT -k 30 "$LIMIT_S" gpubench run ollama-vs-vllm --setups "$2" --weights random --price "$PRICE" \
+  timeout -s INT -k 30 "$LIMIT_S" gpubench run ollama-vs-vllm --setups "$2" "${RUN_SIZE[@]}" --price "$PRICE" \
     --results-dir "$WORK/results/runs" >"$WORK/results/$1.jsonl" 2>"$WORK/results/$1.err"
 }
 
@@ -93,7 +98,7 @@ part_gsm8k() {
 }
 
 part_peer() {
-  timeout -s INT -k 30 "$LIMIT_S" python3 benchmarks/llamacpp_peer.py --shape study --quant Q4_K_M --quant Q8_0 \
+  timeout -s INT -k 30 "$LIMIT_S" python3 benchmarks/llamacpp_peer.py --shape "$SHAPE" --quant Q4_K_M --quant Q8_0 \
     --out "$WORK/results/peer" 2>"$WORK/results/peer.err" | tee "$WORK/results/peer.txt"
   [ "${PIPESTATUS[0]}" = 0 ]
 }
@@ -110,7 +115,9 @@ for arg in "$@"; do
 done
 [ ${#wanted[@]} -eq 0 ] && { echo "gpu_llamacpp.sh: every part is done on this machine (rm $WORK/*.done to redo)";
   exit 0; }
-nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv,noheader >"$WORK/results/gpu.txt"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv,noheader >"$WORK/results/gpu.txt"
+fi
 rc=0
 for p in "${wanted[@]}"; do
   t0=$SECONDS

