@@ -29,6 +29,7 @@ def nothing_built(tmp_path, monkeypatch):
     monkeypatch.setattr(llamacpp, "source_prefix", lambda: tmp_path / "no-source-tree" / ".llama-cpp")
     monkeypatch.delenv(llamacpp.DIR_ENV, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path
 
 
@@ -45,6 +46,16 @@ def test_the_setting_then_the_variable_then_the_source_tree_then_path(nothing_bu
     monkeypatch.setattr(llamacpp, "source_prefix", lambda: tmp / "gone")
     found = llamacpp.find()
     assert found.bin_dir == on_path / "bin" and found.build["version"] == "0.5.0"
+
+
+def test_a_fresh_clone_finds_the_newest_cached_build_that_runs(nothing_built):
+    cache = llamacpp.build_cache()
+    old, new, broken = (build(cache / key) for key in ("old", "new", "broken"))
+    for folder, when in ((old, "2026-12-01"), (new, "2026-12-02"), (broken, "2026-12-03")):
+        info = json.loads((folder / "build-info.json").read_text())
+        (folder / "build-info.json").write_text(json.dumps({**info, "built_at": when}))
+    (broken / "bin" / "llama-server").write_text("#!/bin/sh\nexit 127\n")  # e.g. CUDA's libraries missing here
+    assert llamacpp.find().bin_dir == new / "bin"
 
 
 def test_none_found_says_how_to_build_it(nothing_built):

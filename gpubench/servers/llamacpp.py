@@ -119,9 +119,24 @@ def _install_at(folder: Path) -> Install | None:
     return None
 
 
+def build_cache() -> Path:
+    """Where tools/llamacpp_build.sh keeps each build by its key."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpubench" / "llama.cpp"
+
+
+def _cached_build() -> Install | None:
+    """The newest build in the build cache that runs here (a fresh clone of a machine that built one before)."""
+    builds = [found for folder in build_cache().glob("*/") if (found := _install_at(folder)) and found.build]
+    for build in sorted(builds, key=lambda b: b.build.get("built_at", ""), reverse=True):
+        if build.reported_version():  # a CUDA build on a machine without CUDA's libraries does not start
+            return build
+    return None
+
+
 def find(configured: str = "") -> Install:
     """The llama.cpp build to run: the setting, else $GPUBENCH_LLAMACPP_DIR, else the source tree's .llama-cpp/
-    (tools/llamacpp_build.sh), else `llama-server` on PATH (the image's /opt/llama.cpp/bin)."""
+    (tools/llamacpp_build.sh), else `llama-server` on PATH (the image's /opt/llama.cpp/bin), else the newest build
+    in tools/llamacpp_build.sh's cache that runs here."""
     for given in (configured, os.environ.get(DIR_ENV, "")):
         if given:
             found = _install_at(Path(given).expanduser())
@@ -132,6 +147,8 @@ def find(configured: str = "") -> Install:
     found = _install_at(source_prefix())
     if found is None and (on_path := shutil.which("llama-server")):
         found = _install_at(Path(on_path).resolve().parent)
+    if found is None:
+        found = _cached_build()
     if found is None:
         raise LlamaCppNotFound(INSTALL_HINT)
     return found
