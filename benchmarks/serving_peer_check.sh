@@ -18,6 +18,10 @@
 # 16 and 64 users: ~20 s a client), 2 rounds ~330 s: ~450-490 s in all. LIMIT_S (470) stops starting levels so the one
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
+# CLIENTS ("vllm gpubench", in that order; one of them alone when a level's two runs do not fit one call; gpubench+WAY
+# runs gpubench with --count-tokens WAY into its own file, e.g. "gpubench+chunks gpubench+token-ids gpubench+usage"),
+# WARMUP_X (warm-up requests per user, 2), OPEN_RATE / OPEN_REQUESTS / OPEN_OUTLEN (after the levels, an open loop at
+# OPEN_RATE requests/s of OPEN_REQUESTS requests of OPEN_OUTLEN tokens from each client; unset: none),
 # FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
 # table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run
 # gpubench), SHAPE (qwen7b | tiny),
@@ -32,7 +36,9 @@ if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}; GPUBENCH=${GPUBENCH:-gpubench}
-LEVELS=${LEVELS:-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; FIRST_ROUND=${FIRST_ROUND:-1}
+LEVELS=${LEVELS-"1:16 16:160 64:320"}; ROUNDS=${ROUNDS:-2}; FIRST_ROUND=${FIRST_ROUND:-1}
+CLIENTS=${CLIENTS:-"vllm gpubench"}; WARMUP_X=${WARMUP_X:-2}
+OPEN_RATE=${OPEN_RATE:-}; OPEN_REQUESTS=${OPEN_REQUESTS:-12000}; OPEN_OUTLEN=${OPEN_OUTLEN:-16}
 IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
 SHAPE=${SHAPE:-qwen7b}; PORT=${PORT:-8031}; LIMIT_S=${LIMIT_S:-470}; NAME=Qwen/Qwen2.5-7B-Instruct
 M=$D/model; URL=http://127.0.0.1:$PORT
@@ -48,7 +54,10 @@ write_qwen2(folder, QWEN25_7B if shape == "qwen7b" else TINY, weights=False)
 print(" ".join(VllmFlags(model=folder, served_model_name=name, load_format="dummy").args()))
 EOF
 ) || { echo "could not write the model folder or the flags"; exit 3; }
-echo "server: $SERVER_ARGS ${SERVER_EXTRA:-}" | tee "$D/summary.txt"
+echo "server: $SERVER_ARGS ${SERVER_EXTRA:-}" | tee -a "$D/summary.txt"
+echo "machine: $(nproc) cores, net.core.somaxconn $(cat /proc/sys/net/core/somaxconn 2>/dev/null)," \
+  "tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog 2>/dev/null); clients: $CLIENTS" \
+  | tee -a "$D/summary.txt"
 # shellcheck disable=SC2086 # the flags are words
 "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 --port "$PORT" \
   > "$D/server.log" 2>&1 &
@@ -69,19 +78,28 @@ else
   BENCH=("$PY" "$HERE/vllm_bench_serve.py")
   echo "vllm bench serve: no vllm metadata (a CPU build?), calling vllm.benchmarks.serve.main" | tee -a "$D/summary.txt"
 fi
-vllm_bench() {  # users requests seed file
+vllm_bench() {  # users (0: none, an open loop's flags follow) requests seed file [more flags]
+  local closed=(); [ "$1" -gt 0 ] && closed=(--max-concurrency "$1" --num-warmups $((WARMUP_X * $1)))
+  # the server's running and waiting gauges logged through vLLM's client's run (gpubench samples its own); the
+  # detailed result has each request's start (perf_counter, the logger's monotonic clock): the timed window exactly
+  "$PY" "$HERE/server_gauges_log.py" "$URL" "$D/$4.gauges.json" & local LOGGER=$!
   "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- "${BENCH[@]}" --backend vllm \
     --base-url "$URL" --endpoint /v1/completions --model "$NAME" --tokenizer "$M" --dataset-name random \
-    --random-input-len "$IN" --random-output-len "$OUTLEN" --random-range-ratio 0 --num-prompts "$2" \
-    --max-concurrency "$1" --ignore-eos --temperature 0 --seed "$3" --num-warmups $((2 * $1)) \
+    --random-input-len "$IN" --random-output-len "${OUTLEN_NOW:-$OUTLEN}" --random-range-ratio 0 --num-prompts "$2" \
+    "${closed[@]}" --ignore-eos --temperature 0 --seed "$3" \
     --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --disable-tqdm \
-    --save-result --result-dir "$D" --result-filename "$4.json" > "$D/$4.log" 2>&1
+    --save-result --save-detailed --result-dir "$D" --result-filename "$4.json" "${@:5}" > "$D/$4.log" 2>&1
+  local code=$?
+  kill -TERM $LOGGER 2>/dev/null; wait $LOGGER 2>/dev/null
+  return $code
 }
-gpubench_loadgen() {  # users requests seed file
+gpubench_loadgen() {  # users (0: none, an open loop's flags follow) requests seed file [more flags]
+  local closed=(); [ "$1" -gt 0 ] && closed=(--users "$1" --warmup $((WARMUP_X * $1)))
   # shellcheck disable=SC2086 # GPUBENCH may be several words
-  $GPUBENCH loadgen --base-url "$URL/v1" --model "$NAME" --users "$1" --requests "$2" --input-tokens "$IN" \
-    --output-tokens "$OUTLEN" --ignore-eos --temperature 0 --tokenizer "$M" --seed "$3" \
-    --results-dir "$D/loadgen-runs" --json ${LOADGEN_EXTRA:-} > "$D/$4.jsonl" 2> "$D/$4.err"
+  "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- $GPUBENCH loadgen --base-url "$URL/v1" --model "$NAME" \
+    "${closed[@]}" --requests "$2" --input-tokens "$IN" --output-tokens "${OUTLEN_NOW:-$OUTLEN}" --ignore-eos \
+    --temperature 0 --tokenizer "$M" --seed "$3" --results-dir "$D/loadgen-runs" \
+    --json ${LOADGEN_EXTRA:-} "${@:5}" > "$D/$4.jsonl" 2> "$D/$4.err"
 }
 
 if [ $ready = 1 ]; then
@@ -91,14 +109,42 @@ if [ $ready = 1 ]; then
       if [ $((SECONDS - t0)) -gt "$LIMIT_S" ]; then
         echo "stopped at u$users round $round: past LIMIT_S=$LIMIT_S s" | tee -a "$D/summary.txt"; break 2
       fi
-      for client in vllm gpubench; do  # A B: vLLM's client first in every round
-        t=$SECONDS; seed=$((round * 1000 + users * 10 + $([ $client = vllm ] && echo 1 || echo 2)))
-        if [ $client = vllm ]; then vllm_bench "$users" "$requests" $seed "vllm-u$users-r$round"
-        else gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; fi
-        echo "$client u$users r$round (seed $seed): exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+      k=0
+      for client in $CLIENTS; do  # A B in the order given; a fresh seed for each (no prompt reaches the cache twice)
+        k=$((k + 1)); t=$SECONDS; seed=$((round * 1000 + users * 10 + k))
+        if [ $client = vllm ]; then vllm_bench "$users" "$requests" $seed "vllm-u$users-r$round"; code=$?
+        elif [ $client = gpubench ]; then
+          gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; code=$?
+        else  # gpubench+WAY: gpubench counting a chunk's tokens WAY's way (its own file; not in the peer table)
+          gpubench_loadgen "$users" "$requests" $seed "$client-u$users-r$round" --count-tokens "${client#gpubench+}"
+          code=$?
+          "$PY" - "$D/$client-u$users-r$round.jsonl" <<'PY' | tee -a "$D/summary.txt"
+import json, sys
+for r in map(json.loads, open(sys.argv[1])):
+    if r.get("kind") == "result":
+        m = {k: v["value"] for k, v in r["metrics"].items()}
+        print(f"  {sys.argv[1].rsplit('/', 1)[-1]}: {r['status']}, {m.get('output_tokens_per_s', 0):,.0f} tok/s, TTFT p50"
+              f" {m.get('ttft_ms_p50', 0):,.0f} ms, TPOT p50 {m.get('tpot_ms_p50', 0):.2f} ms, server running"
+              f" {m.get('server_running_mean', 0):.0f}, counted by {r['info'].get('token_counting', {}).get('way')}")
+PY
+        fi
+        echo "$client u$users r$round (seed $seed): exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
       done
     done
   done
+  if [ -n "$OPEN_RATE" ]; then  # the open loop: Poisson arrivals at OPEN_RATE/s, short answers, no in-flight cap
+    OUTLEN_NOW=$OPEN_OUTLEN
+    for client in $CLIENTS; do
+      t=$SECONDS; seed=$((9000 + $([ $client = vllm ] && echo 1 || echo 2)))
+      if [ $client = vllm ]; then
+        vllm_bench 0 "$OPEN_REQUESTS" $seed "vllm-r$OPEN_RATE-r1" --request-rate "$OPEN_RATE" --num-warmups 200
+      else
+        gpubench_loadgen 0 "$OPEN_REQUESTS" $seed "gpubench-r$OPEN_RATE-r1" --rate "$OPEN_RATE" --warmup 200
+      fi
+      echo "$client open loop $OPEN_RATE/s x $OPEN_REQUESTS: exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+    done
+    OUTLEN_NOW=
+  fi
 fi
 
 tree() { local p; for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$p"; echo "$p"; done; }
@@ -108,3 +154,7 @@ for p in $SERVER $KIDS; do kill -KILL "$p" 2>/dev/null; done; wait $SERVER 2>/de
 rm -rf "$M"
 echo "total $((SECONDS - t0)) s" | tee -a "$D/summary.txt"
 "$PY" "$HERE/serving_peer_table.py" "$D" | tee "$D/table.txt"
+if [ "${TAR:-1}" = 1 ]; then  # at most 8 files come back from a device call: the folder as one archive
+  cp "$D/table.txt" "$OUT/table-$(date +%H%M%S).txt"; cp "$D/summary.txt" "$OUT/summary-$(date +%H%M%S).txt"
+  tar czf "$OUT/peer-$(date +%H%M%S).tgz" -C "$OUT" peer && rm -rf "$D"
+fi

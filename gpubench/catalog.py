@@ -59,7 +59,7 @@ class WorkloadSpec:
     expected_minutes: float  # full-size run on a study GPU, excluding the image pull
     dependencies: dict[str, str]  # exact versions the image pins (checked against images/<name>/)
     # servers built from source, not Python packages: the environment block records the build it finds of each
-    # (gpubench/run/environment.py ENGINES), e.g. llama.cpp from tools/llamacpp_build.sh
+    # (gpubench/servers/engines.py VERSIONS), e.g. llama.cpp from tools/llamacpp_build.sh
     engines: tuple[str, ...] = ()
     module: str | None = None  # gpubench.workloads.<x>; None while its code is not written
     cost: CostBasis | None = None
@@ -75,6 +75,9 @@ class WorkloadSpec:
     gpu_features: tuple[str, ...] = ()
     min_compute_capability: tuple[int, int] = (0, 0)
     setup_gpu_count: dict[str, int] = field(default_factory=dict)
+    # CPUs per GPU the study's machine gave it (the smallest where the post names several; else 8: the process
+    # driving the GPU plus a loader's or tokenizer's workers). A Slurm job asks for this times its GPUs.
+    cpus_per_gpu: int = 8
 
     def gpus_needed(self, setups: list[str] | tuple[str, ...] | None) -> int:
         """GPUs of one host the chosen setups need (all setups when None)."""
@@ -129,6 +132,7 @@ WORKLOADS.add("embed", WorkloadSpec(
     study="Text embedding throughput per dollar: BGE small, base and large on RTX 5090, L40S, RTX A6000 and H100",
     setups=tuple(f"bge-{size}-{seq}" for size in ("small", "base", "large") for seq in (128, 512)),
     gpus="1 GPU, 4 GB", gpu_count=1, min_gpu_memory_gb=4, expected_minutes=12,
+    cpus_per_gpu=12,  # 12 to 28 vCPUs in the study; the small models' speed is the CPU's
     dependencies={**TORCH, **TRANSFORMERS, "sentence-transformers": "5.7.0"},
     cost=CostBasis(metric="passages_per_s", unit="1M passages", per=1e6),
     weights=("BAAI/bge-small-en-v1.5", "BAAI/bge-base-en-v1.5", "BAAI/bge-large-en-v1.5"),
@@ -141,6 +145,7 @@ WORKLOADS.add("cold-start", WorkloadSpec(
     study="Fresh Hugging Face download vs local cache: time to first token for a 7B model on a Runcrate L40S",
     setups=("fresh-download", "fresh-download-xet-hp", "cache-evicted", "cache-warm"),
     gpus="1 GPU, 24 GB", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=6,
+    cpus_per_gpu=12,  # the study's L40S had 12 vCPUs
     dependencies={**TORCH, **TRANSFORMERS, "huggingface-hub": "0.36.2", "hf-xet": "1.7.1", "accelerate": "1.15.0"},
     cost=CostBasis(metric="total_s", unit="start", per=1, kind="seconds"),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
@@ -154,6 +159,7 @@ WORKLOADS.add("whisper", WorkloadSpec(
     setups=("fw-turbo-fp16-b16", "fw-large-v3-fp16-b16", "fw-large-v3-int8-b16", "hf-large-v3-fp16-b16",
             "fw-large-v3-fp16-seq"),
     gpus="1 GPU, 32 GB", gpu_count=1, min_gpu_memory_gb=32, expected_minutes=30,
+    cpus_per_gpu=6,  # 6 to 20 vCPUs in the study; the batched pipeline decodes and filters audio on the CPU
     dependencies={**TORCH, **TRANSFORMERS, "accelerate": "1.15.0", "faster-whisper": "1.2.1", "ctranslate2": "4.8.4",
                   "jiwer": "4.0.0"},
     cost=CostBasis(metric="realtime_factor", unit="1k audio hours", per=3.6e6),
@@ -267,8 +273,8 @@ WORKLOADS.add("vllm-serving", WorkloadSpec(
     extra="serve",
     title="vLLM serving cost: Qwen2.5-7B tokens/s and $ per 1M tokens at concurrency 1-64",
     study="vLLM on three GPUs: Qwen2.5-7B tokens per second and cost per 1M tokens on RTX A6000, L40S and H100",
-    setups=("c1", "c8", "c32", "c64"),
-    gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=15,
+    setups=("c1", "c8", "c32", "c64", "rate-search"),  # rate-search: not the post's (issue 33)
+    gpus="1 GPU, 48 GB", gpu_count=1, min_gpu_memory_gb=40, expected_minutes=22,
     dependencies={**VLLM},
     min_compute_capability=VLLM_MIN_COMPUTE_CAPABILITY,
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),

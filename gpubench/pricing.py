@@ -13,7 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 from gpubench.params import PRICE
-from gpubench.schema import Metric
+from gpubench.schema import COST_ROLE, VALUE_ROLE, Metric
+from gpubench.workload import MetricDef
 
 if TYPE_CHECKING:
     from gpubench.catalog import CostBasis
@@ -76,14 +77,15 @@ def cost_metric_names(basis: CostBasis) -> tuple[str, str]:
     return f"{COST_PREFIX}{slug}", f"{slug}{VALUE_SUFFIX}"
 
 
-def is_cost(name: str) -> bool:
-    """A dollars-per-unit metric of the cost basis (usd_per_1M_tokens)."""
-    return name.startswith(COST_PREFIX)
-
-
-def is_cost_or_value(name: str) -> bool:
-    """A metric made from the price: dollars per unit or units per dollar."""
-    return is_cost(name) or VALUE_SUFFIX in name
+def cost_definitions(basis: CostBasis | None) -> dict[str, MetricDef]:
+    """The two metrics a cost basis makes, declared: dollars per unit (role cost) and units per dollar (value)."""
+    if basis is None:
+        return {}
+    cost, value = cost_metric_names(basis)
+    return {cost: MetricDef(f"USD/{basis.unit}", "lower", f"dollars per {basis.unit} at the run's hourly price",
+                            role=COST_ROLE),
+            value: MetricDef(f"{basis.unit}/USD", "higher", f"{basis.unit} per dollar at the run's hourly price",
+                             role=VALUE_ROLE)}
 
 
 def usd_per_unit(basis: CostBasis, value: float, usd_per_hour: float | None) -> float | None:
@@ -91,15 +93,22 @@ def usd_per_unit(basis: CostBasis, value: float, usd_per_hour: float | None) -> 
     return basis.usd_per_unit(value, usd_per_hour) if usd_per_hour else None
 
 
-def cost_metrics(basis: CostBasis | None, metrics: dict[str, Metric], usd_per_hour: float | None) -> dict[str, Metric]:
-    """$ per unit of output and units per $, from a workload's cost basis and the run's hourly price."""
-    if basis is None or basis.metric not in metrics:
+def cost_metrics(basis: CostBasis | None, metrics: dict[str, Metric], usd_per_hour: float | None,
+                 declared: dict[str, MetricDef] | None = None) -> dict[str, Metric]:
+    """Every cost a result has at the run's hourly price, the one function that makes them (the runner, for
+    `gpubench loadgen` too, and `report` for a run stored without costs; never a workload): $ per unit of output and
+    units per $ of the cost basis' metric, and each metric `declared` as a cost of another (MetricDef.cost_of: embed's
+    tuned rate)."""
+    if basis is None:
         return {}
-    usd = usd_per_unit(basis, metrics[basis.metric].value, usd_per_hour)
-    if not usd:
-        return {}
-    cost, value = cost_metric_names(basis)
-    return {
-        cost: Metric(value=usd, unit=f"USD/{basis.unit}", better="lower"),
-        value: Metric(value=1.0 / usd, unit=f"{basis.unit}/USD", better="higher"),
-    }
+    out: dict[str, Metric] = {}
+    usd = usd_per_unit(basis, metrics[basis.metric].value, usd_per_hour) if basis.metric in metrics else None
+    if usd:
+        (cost, cost_def), (value, value_def) = cost_definitions(basis).items()
+        out.update({cost: cost_def.metric(usd), value: value_def.metric(1.0 / usd)})
+    for name, definition in (declared or {}).items():
+        priced = definition.cost_of
+        usd = usd_per_unit(basis, metrics[priced].value, usd_per_hour) if priced in metrics else None
+        if usd:
+            out[name] = definition.metric(usd)
+    return out

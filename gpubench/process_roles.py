@@ -15,3 +15,4 @@ def _role_rows() -> list[dict[str, str]]:
 
 ROLE_ROWS = _role_rows()
 ROLE_LABELS = {row["role"]: row["label"] for row in ROLE_ROWS}  # role -> how a verdict names it
+ROLE_RELIEF = {row["role"]: row["relief"] for row in ROLE_ROWS}  # role -> what would take work off its thread

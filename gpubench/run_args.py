@@ -2,7 +2,7 @@
 
 The ones that travel with a run to where it runs: the CLI takes them (gpubench/cli/main.py), `--docker` passes
 them to the image's own `gpubench run` (gpubench/run/docker_run.py), the launcher writes them into the job's
-command (launcher/plan.py) and a sweep plan's `args` are parsed by them (launcher/sweep_plan.py). So a bound
+command (launcher/plan.py) and a sweep plan's `args` are parsed by them (launcher/sweep/plan.py). So a bound
 (`--repeats` 1 to 100) or a default (the results folder) cannot differ between the four.
 """
 
@@ -43,13 +43,22 @@ _OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
                                      "help": "Run the full-size study on a machine with no GPU anyway (it can take"
                                              " hours)."}),
 }
-RESULTS_DIR = (("--results-dir",), {"default": None, "help": "Local folder for run folders [default: "
-                                    "$GPUBENCH_RESULTS_DIR, else ./gpubench-results]."})
+# Where a run's records go, on the machine that runs it: `gpubench run` and `gpubench loadgen` take these too, but
+# they do not travel with a run (a launcher or `--docker` sets its own).
+_LOCAL: dict[str, tuple[tuple[str, ...], dict]] = {
+    "results_dir": (("--results-dir",), {"default": None, "help": "Local folder for run folders [default: "
+                                         "$GPUBENCH_RESULTS_DIR, else ./gpubench-results]."}),
+    "store": (("--store",), {"default": None, "metavar": "URL",
+                             "help": "s3://bucket/prefix to upload to (default: local folder only)."}),
+    "as_json": (("--json", "as_json"), {"is_flag": True,
+                                        "help": "JSON Lines records on stdout even on a terminal (the default for"
+                                                " pipes and files)."}),
+}
 
 
 def option(name: str, **changes):
     """The click option of one argument (`changes`: another help text, say), as `gpubench run` declares it."""
-    decls, attrs = RESULTS_DIR if name == "results_dir" else _OPTIONS[name]
+    decls, attrs = _LOCAL[name] if name in _LOCAL else _OPTIONS[name]
     return click.option(*decls, **{**attrs, **changes})
 
 

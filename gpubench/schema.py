@@ -13,10 +13,11 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer, model_validator
 
-SCHEMA_VERSION = "1.3"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
-# 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name
+SCHEMA_VERSION = "1.4"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
+# 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name;
+# 1.4: a metric's `role`; the run's hourly price on `run_started` (before: in the environment block)
 
 # Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
 # host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
@@ -27,6 +28,16 @@ LEGACY_METRICS = {
     "peak_rss_gib": (PEAK_MEMORY, 1.0), "tuned_peak_mem_gb": ("tuned_peak_mem_gib", 1e9 / 2**30),
 }
 GIB = "GiB"
+
+# What kind of figure a metric is, declared once where the metric is defined (workload.MetricDef's role: a workload's
+# METRICS, the harness's own, pricing's cost metrics) and carried by each record (1.4), so a reader picks the memory,
+# cost and energy columns by it, never by the metric's name.
+PEAK_MEMORY_ROLE = "peak_memory"  # the peak memory of a device or a part of the run (GiB)
+COST_ROLE = "cost"  # dollars per unit of output
+VALUE_ROLE = "value"  # units of output per dollar
+ENERGY_ROLE = "energy"  # the GPUs' energy (J) or average draw (W) over the timed part
+ENERGY_PER_UNIT_ROLE = "energy_per_unit"  # joules per unit of output
+MetricRole = Literal["peak_memory", "cost", "value", "energy", "energy_per_unit"]
 
 Status = Literal["ok", "oom", "error", "skipped"]
 
@@ -39,10 +50,34 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Metric(_Model):
+AMOUNTS = ("J", "W", "USD")  # units of energy, power and money: a figure in one (J/image, 1M tokens/USD) is >= 0
+
+
+class _WithRole(_Model):
+    """A metric or its summary: `role` is written only when it has one (most metrics have none)."""
+
+    @model_serializer(mode="wrap")
+    def _role_when_set(self, handler):
+        data = handler(self)
+        if isinstance(data, dict) and data.get("role") is None:
+            data.pop("role", None)
+        return data
+
+
+class Metric(_WithRole):
     value: float = Field(allow_inf_nan=False)  # JSON has no NaN: pydantic would write null, unreadable back
     unit: str
     better: Literal["higher", "lower"] | None = None
+    role: MetricRole | None = Field(None, description="what kind of figure it is (1.4); left out: none of the roles")
+
+    @model_validator(mode="after")
+    def _not_a_negative_amount(self) -> Metric:
+        """A negative energy, power or price is damage (a counter read wrong, an edit), refused as NaN is: it would
+        otherwise be shown, and win "least energy". The unit says what a figure is; its name is the workload's."""
+        parts = self.unit.split("/")
+        if self.value < 0 and (parts[0] in AMOUNTS or parts[-1] in AMOUNTS):
+            raise ValueError(f"{self.value:g} {self.unit}: an energy, power or price cannot be negative")
+        return self
 
 
 class GpuInfo(_Model):
@@ -61,6 +96,10 @@ class Environment(_Model):
     cuda_version: str | None = None
     cpu_model: str | None = None
     cpu_cores: int | None = None
+    cpus_usable: int | None = Field(None, description="CPUs this process may run on (its affinity mask): under a"
+                                                      " batch scheduler, those its job was given")
+    allocation: dict[str, str] = Field(default_factory=dict, description="what a batch scheduler says it gave the"
+                                       " job (Slurm: SLURM_JOB_ID, SLURM_CPUS_ON_NODE, SLURM_JOB_CPUS_PER_NODE, ...)")
     ram_gb: float | None = None
     python: str
     platform: str
@@ -71,7 +110,6 @@ class Environment(_Model):
     git_commit: str | None = None
     launcher: str | None = Field(None, description="GPUBENCH_LAUNCHER, e.g. runcrate-job")
     gpu_requested: str | None = Field(None, description="GPUBENCH_GPU_REQUESTED, set by a launcher")
-    price_usd_per_hour: float | None = None
     provider_job_id: str | None = None
 
 
@@ -90,6 +128,13 @@ class RunStarted(_Record):
     smoke: bool
     config: dict[str, Any] = Field(description="the full workload config, after overrides")
     environment: Environment
+    price_usd_per_hour: float | None = Field(None, description="the hourly price the run's costs use, a fact of the "
+                                                               "run (1.4; before, the environment block's)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
 
 
 class Progress(_Record):
@@ -174,13 +219,31 @@ class SetupResult(_Record):
     def _current_names(cls, data: Any) -> Any:
         return upgraded(data)
 
+    @model_validator(mode="after")
+    def _no_negative_peak(self) -> SetupResult:
+        _check_peak(self.metrics)
+        return self
+
+
+def _check_peak(metrics: dict[str, Metric]) -> None:
+    """Peak memory is an amount too (its unit, GiB, is also the unit of differences such as peak_mem_over_lora_gib,
+    which may be negative): refused by name."""
+    peak = metrics.get(PEAK_MEMORY)
+    if peak is not None and peak.value < 0:
+        raise ValueError(f"{PEAK_MEMORY} {peak.value:g} {peak.unit}: a peak memory cannot be negative")
+
 
 def upgraded(data: Any) -> Any:
-    """A result or derived record as stored before 1.3, with its peak memory under today's name and unit (a GPU's
-    peak wins over the host's RSS where a record had both) and its verdict, utilisation, dtype and device out of
-    info into their fields; other records and newer ones as they are."""
+    """A result or derived record as stored before 1.4, with its peak memory under today's name and unit (a GPU's
+    peak wins over the host's RSS where a record had both), its verdict, utilisation, dtype and device out of
+    info into their fields (before 1.3) and its metrics' roles by their names (before 1.4: `legacy_role`); a
+    run_finished record's summaries with their roles likewise; other records and newer ones as they are."""
     if not isinstance(data, dict):
         return data
+    if data.get("kind") == "run_finished" and _older_than(data, (1, 4)):
+        return _summary_roles(data)
+    if data.get("kind") == "run_started" and _older_than(data, (1, 4)):
+        return _price_out_of_environment(data)
     if data.get("kind") == "result" and _older_than(data, (1, 3)):
         data = _harness_facts_out_of_info(data)
     info = data.get("info")
@@ -189,7 +252,7 @@ def upgraded(data: Any) -> Any:
                 "verdict": {"label": info["verdict"], "basis": info.get("verdict_basis") or "",
                             "figures": info.get("verdict_figures") or {}}}
     if not isinstance(data.get("metrics"), dict) or not any(name in LEGACY_METRICS for name in data["metrics"]):
-        return data
+        return _metric_roles(data)
     metrics = {}
     for name, metric in data["metrics"].items():
         new, factor = LEGACY_METRICS.get(name, (name, None))
@@ -199,7 +262,60 @@ def upgraded(data: Any) -> Any:
         if new in metrics and name.startswith("peak_rss"):
             continue  # the GPU's figure is the device's peak
         metrics[new] = {**metric, "value": metric["value"] * factor, "unit": GIB}
-    return {**data, "metrics": metrics}
+    return _metric_roles({**data, "metrics": metrics})
+
+
+def legacy_role(name: str) -> MetricRole | None:
+    """The role a metric stored before 1.4 (records carried none) is read with, from the harness's names for its
+    figures: peak memory (peak_mem_gib, embed's tuned_peak_mem_gib, and their names before 1.2), dollars per unit
+    (usd_per_<unit>, and a workload's own <what>_usd_per_<unit>), units per dollar (<unit>_per_usd), joules per unit
+    (j_per_<unit>), the energy figures (energy_j, avg_power_w). Any other name has no role: a plain figure, never a
+    memory, cost or energy column. Records of 1.4 on carry the role their metric was declared with."""
+    if name.endswith(PEAK_MEMORY) or name in LEGACY_METRICS:
+        return PEAK_MEMORY_ROLE
+    if name.startswith("usd_per_") or "_usd_per_" in name:
+        return COST_ROLE
+    if name.endswith("_per_usd"):
+        return VALUE_ROLE
+    if name.startswith("j_per_"):
+        return ENERGY_PER_UNIT_ROLE
+    if name in ("energy_j", "avg_power_w"):
+        return ENERGY_ROLE
+    return None
+
+
+def _price_out_of_environment(data: dict[str, Any]) -> dict[str, Any]:
+    """A run_started record before 1.4 with its hourly price out of the environment block, onto the record."""
+    env = data.get("environment")
+    if not isinstance(env, dict) or "price_usd_per_hour" not in env:
+        return data
+    env = {**env}
+    price = env.pop("price_usd_per_hour")
+    return {**data, "environment": env, "price_usd_per_hour": data.get("price_usd_per_hour", price)}
+
+
+def _metric_roles(data: dict[str, Any]) -> dict[str, Any]:
+    """A result or derived record before 1.4 with each metric's role by `legacy_role`."""
+    metrics = data.get("metrics")
+    if not _older_than(data, (1, 4)) or not isinstance(metrics, dict):
+        return data
+    return {**data, "metrics": {name: {**metric, "role": metric.get("role") or legacy_role(name)}
+                                if isinstance(metric, dict) else metric for name, metric in metrics.items()}}
+
+
+def _summary_roles(data: dict[str, Any]) -> dict[str, Any]:
+    """A run_finished record before 1.4 with each summarised metric's role by `legacy_role`."""
+    summary = data.get("summary")
+    if not isinstance(summary, list):
+        return data
+    setups = []
+    for setup in summary:
+        metrics = setup.get("metrics") if isinstance(setup, dict) else None
+        if isinstance(metrics, dict):
+            setup = {**setup, "metrics": {name: {**m, "role": m.get("role") or legacy_role(name)}
+                                          if isinstance(m, dict) else m for name, m in metrics.items()}}
+        setups.append(setup)
+    return {**data, "summary": setups}
 
 
 def _older_than(data: dict[str, Any], version: tuple[int, int]) -> bool:
@@ -284,9 +400,15 @@ class Derived(_Record):
     def _current_names(cls, data: Any) -> Any:
         return upgraded(data)
 
+    @model_validator(mode="after")
+    def _no_negative_peak(self) -> Derived:
+        _check_peak(self.metrics)
+        return self
 
-class MetricSummary(_Model):
+
+class MetricSummary(_WithRole):
     unit: str
+    role: MetricRole | None = None  # the metric's, as its results carry it (1.4)
     n: int
     median: float
     min: float
@@ -309,6 +431,11 @@ class RunFinished(_Record):
     status: Literal["ok", "partial", "failed", "interrupted"]
     duration_s: float
     summary: list[SetupSummary]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        return upgraded(data)
 
 
 Record = Annotated[RunStarted | Progress | SetupResult | Derived | RunFinished, Field(discriminator="kind")]
@@ -371,13 +498,36 @@ def parse_record(line: str) -> RunStarted | Progress | SetupResult | Derived | R
         return None
 
 
+def unreadable(line: str) -> str:
+    """Why a line that looked like a record (a JSON object) is none: "cut short or not JSON", or the first field
+    that fails the schema with what is wrong with it ("metrics.tokens_per_s.value: NaN, not a finite number")."""
+    line = line.strip()
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg} at column {exc.colno}): cut short or edited"
+    if not isinstance(data, dict) or "kind" not in data or "schema_version" not in data:
+        return "a JSON line that is no record (no kind or schema_version)"
+    _without_null_metrics(data)
+    try:
+        _RECORD.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"][1:])  # [0] is the kind's tag
+        value = error.get("input")
+        said = f" = {value!r}" if isinstance(value, float | int | str) and len(repr(value)) <= 40 else ""
+        message = error["msg"].removeprefix("Value error, ")
+        return f"{where}{said}: " * bool(where) + f"{message[0].lower()}{message[1:]}"
+    return "a record (read)"
+
+
 def json_schema() -> dict[str, Any]:
     schema = _RECORD.json_schema()
     schema["title"] = f"gpubench record v{SCHEMA_VERSION}"
     return schema
 
 
-def summarize(unit: str, values: list[float]) -> MetricSummary:
+def summarize(unit: str, values: list[float], role: MetricRole | None = None) -> MetricSummary:
     n = len(values)
     ordered = sorted(values)
     mid = n // 2
@@ -385,7 +535,7 @@ def summarize(unit: str, values: list[float]) -> MetricSummary:
     mean = sum(values) / n
     stdev = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     return MetricSummary(
-        unit=unit, n=n, median=median, min=ordered[0], max=ordered[-1], mean=mean, stdev=stdev,
+        unit=unit, role=role, n=n, median=median, min=ordered[0], max=ordered[-1], mean=mean, stdev=stdev,
         cv=(stdev / mean) if mean else None,
     )
 
@@ -399,7 +549,8 @@ def summarize_results(setups: list[str], results: list[SetupResult]) -> list[Set
         metrics: dict[str, MetricSummary] = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
-            metrics[name] = summarize(ok[0].metrics[name].unit, values)
+            first = next(r.metrics[name] for r in ok if name in r.metrics)
+            metrics[name] = summarize(first.unit, values, first.role)
         if ok:
             status: Status = "ok"
         elif rows:

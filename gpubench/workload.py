@@ -19,7 +19,8 @@ misspelled (a module-level `HEADLNE`) is a `WorkloadError` naming the parts.
 `run_setup` runs one setup once, in a fresh process of its own (the runner's worker), and returns
 metric values by name. Running out of memory is reported by raising (the worker classifies the
 exception as `oom`); `SetupSkipped` makes a `skipped` row with its reason; anything else raised is an
-`error` result. Facts that are not numbers (a data set's revision, a topology) go in `ctx.info`. The harness
+`error` result. Facts that are not numbers (a data set's revision, a topology) go in `ctx.info`. Peak memory is read
+through the harness's tracker, `ctx.memory` (`reset(device)`, `peak(device)`), never torch's allocator. The harness
 records on every result the device it ran on (the config's `device`, resolved) and the dtype it computed in (the
 config's `dtype`, or `ctx.dtype` where the workload chose another), and what the machine did: no workload says those.
 
@@ -52,6 +53,7 @@ from typing import Any, Literal
 from gpubench import config_fields
 from gpubench.catalog import WorkloadSpec
 from gpubench.config_fields import ConfigError  # noqa: F401  (re-exported: workloads raise it)
+from gpubench.schema import COST_ROLE, Metric, MetricRole
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,16 @@ class MetricDef:
     unit: str
     better: Literal["higher", "lower"] | None = None
     help: str = ""  # what the number is, for `gpubench show`
+    # what kind of figure it is (schema's *_ROLE: peak memory, cost, energy...), carried by the record; readers pick
+    # their memory, cost and energy columns by it
+    role: MetricRole | None = None
+    # a cost the harness computes (gpubench/pricing.cost_metrics): the catalog's cost basis applied to this other
+    # metric of the result (a second rate: embed's tuned passages/s) at the run's price; its role is cost
+    cost_of: str | None = None
+
+    def metric(self, value: float) -> Metric:
+        """The value as a record's metric, with this definition's unit, direction and role."""
+        return Metric(value=value, unit=self.unit, better=self.better, role=self.role)
 
 
 @dataclass
@@ -72,7 +84,6 @@ class SetupContext:
     weights: Literal["auto", "random"]
     progress: Callable[..., None]  # progress(phase, done=None, total=None, message=None)
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> folder; None: random
-    price_usd_per_hour: float | None = None
     rank: int = 0
     world_size: int = 1
     session: Any = None  # what the workload's open_session yielded, for setups that share one
@@ -80,6 +91,8 @@ class SetupContext:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # non-numeric facts for this result
     # the dtype the setup computed in, where its config's `dtype` does not say it (a CPU's float32, a fixed bf16)
     dtype: str | None = None
+    # the harness's peak-memory tracker for this setup (gpubench/measure/gpu_memory.MemoryTracker), set by the worker
+    memory: Any = None
 
 
 class SetupSkipped(Exception):
@@ -185,6 +198,12 @@ class WorkloadDefinition:
             raise WorkloadError(f"{where}: open_session needs session_key (which setups share a session)")
         if self.spec.cost and self.spec.cost.metric not in self.metrics:
             raise WorkloadError(f"{where}: the catalog's cost metric {self.spec.cost.metric!r} is not in METRICS")
+        for name, metric in self.metrics.items():
+            if metric.cost_of is None:
+                continue
+            if self.spec.cost is None or metric.cost_of not in self.metrics or metric.role != COST_ROLE:
+                raise WorkloadError(f"{where}: METRICS[{name!r}] is a cost of {metric.cost_of!r}: that needs the "
+                                    "catalog's cost basis, the metric in METRICS and role=COST_ROLE")
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.metadata.get("function") and value is not None and not callable(value):

@@ -113,7 +113,7 @@ def run_cmd(workload, **opts):
     if not opts.get("slurm"):
         _need_sdk(ssh=opts.get("via") == "instance")
     _records_on_terminal(opts.pop("as_json"))
-    from gpubench.launcher.launch import LaunchOptions, launch
+    from .launch import LaunchOptions, launch
 
     return launch(LaunchOptions(workload=workload, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
@@ -124,7 +124,7 @@ def first_matmul_cmd(**opts):
     """Time launch -> API running -> first SSH -> first CUDA matmul, one instance per --gpu, in parallel."""
     _need_sdk(ssh=True)
     _records_on_terminal(opts.pop("as_json"))
-    from gpubench.launcher.launch import LaunchOptions, launch
+    from .launch import LaunchOptions, launch
 
     opts["results_dir"] = _results_dir(opts["results_dir"])
     return launch(LaunchOptions(workload="first-matmul", each=True, via="instance", study="first-matmul", **opts))
@@ -150,7 +150,7 @@ def sweep_cmd(plan, as_json, **opts):
     if not _plan_has_slurm(plan):
         _need_sdk()
     _records_on_terminal(as_json)
-    from gpubench.launcher.sweep import SweepOptions, sweep
+    from .sweep.run import SweepOptions, sweep
 
     return sweep(SweepOptions(plan=plan, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
@@ -161,8 +161,8 @@ def gpus_cmd(deployment):
     """List the GPU types on offer, with prices (GET /instances/types)."""
     _need_sdk()
 
-    from gpubench.launcher.launch import instance_types
-    from gpubench.launcher.show import print_types
+    from .launch import instance_types
+    from .show import print_types
 
     print_types(instance_types(), deployment)
     return 0
@@ -174,7 +174,7 @@ def gpus_cmd(deployment):
 def status_cmd(run_id, results_dir):
     """Where a run's job or instance stands."""
     _need_sdk()
-    from gpubench.launcher.manage import status
+    from .runcrate.manage import status
 
     return status(run_id, _results_dir(results_dir))
 
@@ -186,7 +186,7 @@ def status_cmd(run_id, results_dir):
 def logs_cmd(run_id, follow, results_dir):
     """Print a run's job output."""
     _need_sdk()
-    from gpubench.launcher.manage import logs
+    from .runcrate.manage import logs
 
     return logs(run_id, follow, _results_dir(results_dir))
 
@@ -196,7 +196,7 @@ def logs_cmd(run_id, follow, results_dir):
 def cancel_cmd(run_id):
     """Cancel a run's job (or terminate its instance) and confirm it stopped."""
     _need_sdk()
-    from gpubench.launcher.manage import cancel
+    from .runcrate.manage import cancel
 
     return cancel(run_id)
 
@@ -207,7 +207,7 @@ def cancel_cmd(run_id):
 def cleanup_cmd(all_hosts, dry_run):
     """Stop gpubench jobs and instances left live with no launcher attached (after a crash)."""
     _need_sdk()
-    from gpubench.launcher.cleanup import cleanup
+    from .runcrate.cleanup import cleanup
 
     return cleanup(all_hosts, dry_run)
 
@@ -215,7 +215,8 @@ def cleanup_cmd(all_hosts, dry_run):
 def _need_sdk(ssh: bool = False) -> None:
     """The Runcrate SDK (and asyncssh for instances) come with the `launch` extra: one line when they are missing."""
     from gpubench.extras import MissingExtra, require
-    from gpubench.launcher.errors import LaunchError
+
+    from .errors import LaunchError
 
     try:
         require("launch", "gpubench-launch", ("runcrate", "asyncssh") if ssh else ("runcrate",))
@@ -240,7 +241,7 @@ def _plan_has_slurm(plan: str) -> bool:
 
 def _records_on_terminal(as_json: bool) -> None:
     if as_json:
-        from gpubench.launcher import progress
+        from . import progress
 
         progress.RECORDS_ON_TERMINAL = True
 
@@ -250,7 +251,7 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gpubench.launcher.errors import BAD_INPUT, INTERRUPTED, LaunchError
+    from .errors import BAD_INPUT, INTERRUPTED, LaunchError
 
     try:
         code = cli.main(args=argv, prog_name="gpubench-launch", standalone_mode=False)
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    from gpubench.launcher.redact import Redactor
+    from .redact import Redactor
 
     sys.stderr.write(f"gpubench-launch: error: {Redactor()(_one_line(message))}\n")
     sys.stderr.flush()

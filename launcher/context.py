@@ -8,11 +8,12 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from gpubench.launcher.pace import Pace
-from gpubench.launcher.plan import LaunchPlan
-from gpubench.launcher.progress import ProgressView
-from gpubench.launcher.redact import Redactor
 from gpubench.stores import S3Store
+
+from .pace import Pace
+from .plan import LaunchPlan
+from .progress import ProgressView
+from .redact import Redactor
 
 
 @dataclass
@@ -70,5 +71,14 @@ class InterruptHandler:
         view.stop()
         live = ", ".join(f"{k}: {v}" for k, v in self.launch.live.items()) or "none known"
         view.say(None, f"{sig.name} again: quitting without confirming. Still running? ({live}) "
-                       "Stop them with: gpubench-launch cleanup")
+                       f"Stop them with: {stop_command(self.launch.live)}")
         os._exit(130)
+
+
+def stop_command(live: dict[str, str]) -> str:
+    """What stops the jobs a launcher leaves when it quits at once: scancel for a cluster's batch jobs (Slurm knows
+    nothing of gpubench-launch cleanup, which asks Runcrate), cleanup for the rest."""
+    slurm = [job.removeprefix("slurm job ") for job in live.values() if job.startswith("slurm job ")]
+    others = len(slurm) < len(live) or not live
+    return " and ".join(([f"scancel {' '.join(slurm)}"] if slurm else []) + (["gpubench-launch cleanup"] if others
+                                                                              else []))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from gpubench.launcher import errors
-from gpubench.launcher.client import api_errors, describe, make_client
-from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.redact import Redactor
+from . import errors
+from .errors import LaunchError
+from .redact import Redactor
+from .runcrate.client import api_errors, describe, make_client
 
 
 @dataclass
@@ -38,7 +38,7 @@ class LaunchOptions:
     overrides: tuple[str, ...] = ()  # --set, passed through to the job's `gpubench run`
     weights: str | None = None  # --weights, passed through
     price: float | None = None  # --price: the hourly rate for cost metrics, instead of /instances/types'
-    slurm: str | None = None  # --slurm CLUSTER.toml: batch jobs on that cluster instead (slurm_launch.py)
+    slurm: str | None = None  # --slurm CLUSTER.toml: batch jobs on that cluster instead (slurm/launch.py)
     slurm_python: str | None = None
 
 
@@ -66,9 +66,10 @@ def instance_types() -> list:
 
 
 async def _launch(o: LaunchOptions) -> int:
-    from gpubench.launcher.pace import Pace
-    from gpubench.launcher.plan import fitting, resolve_gpu, resolve_setups, resolve_workload, run_command
     from gpubench.stores import StoreError, check_local_dir, parse_store
+
+    from .pace import Pace
+    from .plan import fitting, resolve_gpu, resolve_setups, resolve_workload, run_command
 
     redact = Redactor()
     spec = resolve_workload(o.workload)
@@ -87,11 +88,11 @@ async def _launch(o: LaunchOptions) -> int:
         raise LaunchError(str(exc)) from None
     command = run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights)
     if not o.job_command:
-        from gpubench.launcher.run_check import check_run_command
+        from .run_check import check_run_command
 
         check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
     if o.slurm:
-        from gpubench.launcher.slurm_launch import launch_on_slurm
+        from .slurm.launch import launch_on_slurm
 
         return await launch_on_slurm(o, spec, setups, store, pace, redact)
 
@@ -106,7 +107,7 @@ async def _launch(o: LaunchOptions) -> int:
             raise LaunchError("the same GPU twice with --each")
         plan = build_plan(o, spec, setups, via, gpus, deployment, store)
         if o.dry_run:
-            from gpubench.launcher.show import print_plan
+            from .show import print_plan
 
             print_plan(plan)
             return errors.OK
@@ -137,7 +138,7 @@ async def check_store(store, run_id: str, redact: Redactor) -> None:
 
 def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment: str | None, store):
     """The plan of one launch (one run per GPU with --each, else one run): what `--dry-run` prints."""
-    from gpubench.launcher.plan import LaunchPlan, new_runs, run_command, safety_net_minutes
+    from .plan import LaunchPlan, new_runs, run_command, safety_net_minutes
 
     plan = LaunchPlan(
         workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
@@ -159,19 +160,22 @@ def study_command(o: LaunchOptions, command: str) -> str:
     """first-matmul on a stock template installs what it needs first (a --template is a prepared one)."""
     if o.study != "first-matmul" or o.template:
         return command
-    from gpubench.launcher.bootstrap import with_bootstrap
+    from .runcrate.bootstrap import with_bootstrap
 
     return with_bootstrap(command)
 
 
 async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
-    from gpubench.launcher.progress import ProgressView
+    from .progress import ProgressView
 
     view = ProgressView(verbose=verbose)
     outcomes = await run_launches(client, [(plan, store)], pace, redact, view)
     launched = [o for o in outcomes if o.launched]
     if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
         raise LaunchError(outcomes[0].message)
+    for o in outcomes:  # one refused while others ran: that run has no result (3), and the others did run
+        if not o.launched and o.exit_code == errors.BAD_INPUT:
+            o.exit_code = errors.JOB_NOT_SUCCEEDED
     view.summary(outcomes)
     return errors.combine([o.exit_code for o in outcomes])
 
@@ -180,7 +184,7 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
     """Every run of the given (plan, store) pairs at once, in one view, under the one request budget and one
     Ctrl-C: a launch's runs, or a sweep's cells. `adopt` maps a run id to its job already submitted (a resumed
     sweep follows it instead of submitting again); `cap` is a dollar cap shared by all the jobs."""
-    from gpubench.launcher.context import InterruptHandler, Launch
+    from .context import InterruptHandler, Launch
 
     interrupted, live = asyncio.Event(), {}
     runners, plan_of = [], {}
@@ -188,15 +192,15 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
         launch = Launch(client=client, plan=plan, pace=pace, view=view, redact=redact, store=store,
                         interrupted=interrupted, live=live, cap=cap)
         if plan.via == "instance":
-            from gpubench.launcher.instance import InstanceRun
+            from .runcrate.instance import InstanceRun
 
             runners += [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
         elif plan.via == "slurm":
-            from gpubench.launcher.slurm_job import SlurmRun
+            from .slurm.job import SlurmRun
 
             runners += [SlurmRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
         else:
-            from gpubench.launcher.jobs import JobRun
+            from .runcrate.jobs import JobRun
 
             runners += [JobRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
         for run in plan.runs:
@@ -210,7 +214,7 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
         return plan.pricing(run, o.gpu, o.region)
 
     view.pricing = pricing
-    from gpubench.launcher.budget import process_budget
+    from .runcrate.budget import process_budget
 
     budget = process_budget()
     budget.listeners[:] = [view.pacing]
@@ -226,7 +230,7 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
         if isinstance(result, BaseException):
             if isinstance(result, KeyboardInterrupt | SystemExit):
                 raise result
-            from gpubench.launcher.results import RunOutcome
+            from .results import RunOutcome
 
             result = RunOutcome(runner.run_id, errors.LAUNCHER_TROUBLE, "launcher error",
                                 message=redact(f"{type(result).__name__}: {result}"))

@@ -4,7 +4,7 @@ Runcrate's own advice (shared/seeds: the first-matmul post): polling every 2 s h
 minutes, every 10 s was fine. An idle job costs about one request per `poll_s` seconds: a held
 log read (the server holds it up to 25 s) plus a status read every `3 * poll_s`. Tests shrink it
 with GPUBENCH_POLL_S. On top of this per-job pacing, every request of the launcher process waits for
-the one request budget all its jobs share (budget.py: about 1 request/s in all, GPUBENCH_API_RATE).
+the one request budget all its jobs share (runcrate/budget.py: about 1 request/s in all, GPUBENCH_API_RATE).
 """
 
 from __future__ import annotations

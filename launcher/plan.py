@@ -12,10 +12,11 @@ from typing import Any
 
 from gpubench import __version__
 from gpubench.catalog import WORKLOADS, WorkloadSpec
-from gpubench.launcher.errors import LaunchError
 from gpubench.registry import UnknownName, pick
 from gpubench.run_args import RunArgs, split_setups
 from gpubench.runid import new_run_id
+
+from .errors import LaunchError
 
 
 def _norm(name: str) -> str:
@@ -85,7 +86,7 @@ async def resolve_gpu(
     gpu_type = match_gpu_name(name, types)
     if gpu_type is None:
         # The API may know other spellings (h100-sxm for H100): ask it before giving up.
-        from gpubench.launcher.client import api_errors
+        from .runcrate.client import api_errors
 
         try:
             rows = await client.instances.list_types(gpu_type=name)
@@ -188,6 +189,7 @@ class RunPlan:
     run_id: str
     candidates: list[GpuChoice]
     env: dict[str, str] = field(default_factory=dict)
+    batch: Any = None  # via "slurm": the batch job it is a task of (slurm/batch.py), when planned with others
 
     @property
     def gpu_requested(self) -> str:
@@ -234,7 +236,7 @@ class LaunchPlan:
     template: str | None = None  # instance path: the Runcrate template to boot
     price_override: float | None = None  # --price: the hourly rate for cost metrics and estimates
     extra_tags: dict[str, str] = field(default_factory=dict)  # a sweep's: which sweep and cell a job is
-    slurm: Any = None  # via "slurm": the cluster (slurm_plan.SlurmConfig) the run is a batch job on
+    slurm: Any = None  # via "slurm": the cluster (slurm.plan.SlurmConfig) the run is a batch job on
 
     @property
     def launcher_name(self) -> str:

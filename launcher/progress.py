@@ -181,8 +181,8 @@ class ProgressView:
         for row in rows:
             table.add_row(*row)
         self.console.print(table)
-        notes = summary.notes(started.smoke, bool(started.environment.price_usd_per_hour), finished.summary)
-        pricing = self.pricing(outcome) if self.pricing and started.environment.price_usd_per_hour else None
+        notes = summary.notes(started.smoke, bool(started.price_usd_per_hour), finished.summary)
+        pricing = self.pricing(outcome) if self.pricing and started.price_usd_per_hour else None
         if pricing and pricing.get("note"):
             notes.append(pricing["note"])
         for note in notes:

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gpubench.launcher import errors
-from gpubench.launcher.progress import ProgressView, format_metrics, stdout_sink
-from gpubench.launcher.redact import Redactor
 from gpubench.run.ingest import RecordStream
 from gpubench.stores import RunDir, S3Store, deliver
+
+from . import errors
+from .progress import ProgressView, format_metrics, stdout_sink
+from .redact import Redactor
 
 JOB_FILE = "job.json"
 
@@ -67,15 +68,9 @@ class RunFolder:
                 self.text.append(line.strip())
         return record
 
-    def error_line(self) -> str | None:
-        """The job's own one-line reason for failing: gpubench's `error:` line, else the last error-like line
-        (a traceback's last line), else its last line of text."""
-        lines = list(self.text)
-        for pick in (lambda ln: "gpubench: error:" in ln, lambda ln: "error" in ln.lower(), lambda ln: True):
-            found = [ln for ln in lines if pick(ln)]
-            if found:
-                return found[-1][:300]
-        return None
+    def error_line(self, skip=None) -> str | None:
+        """The job's own reason for failing, whole (failure_reason); `skip` leaves out a platform's own lines."""
+        return failure_reason(self.stream.results, self.text, skip)
 
     def write_facts(self, facts: dict[str, Any]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)  # a mirrored job that never started has no folder
@@ -137,6 +132,25 @@ class RunFolder:
         total = len(stream.started.setups) if stream.started else len({r.setup for r in stream.results})
         ok = len({r.setup for r in stream.results if r.status == "ok"})
         return ok, total
+
+
+def failure_reason(results, text, skip=None) -> str | None:
+    """Why a job failed, in its own words and whole: its failed setups' errors from the record stream (a setup
+    that raised: `eager-sdpa: AssertionError: Torch not compiled with CUDA enabled`), else gpubench's `error:`
+    line, else the last error-like line of its text (a traceback's last line), else its last line. `skip` drops a
+    platform's own lines, which come last and never say why (srun's `task 0: Exited with exit code 1`)."""
+    failed: dict[str, list[str]] = {}
+    for r in results:
+        if r.status in ("error", "oom") and r.error and r.setup not in failed.setdefault(r.error, []):
+            failed[r.error].append(r.setup)
+    if failed:
+        return "; ".join(f"{', '.join(setups)}: {error}" for error, setups in failed.items())
+    lines = [ln for ln in text if not (skip and skip(ln))]
+    for pick in (lambda ln: "gpubench: error:" in ln, lambda ln: "error" in ln.lower(), lambda ln: True):
+        found = [ln for ln in lines if pick(ln)]
+        if found:
+            return found[-1]
+    return None
 
 
 class MirrorDir:

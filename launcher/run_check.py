@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import sys
 
-from gpubench.launcher.errors import LaunchError
+from .errors import LaunchError
 
 SECRETS = ("RUNCRATE_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")  # the check needs none of them
 TIMEOUT_S = 120

@@ -6,6 +6,7 @@ GPU (a counter that answers only from some moment, a counter that wraps, no coun
 
 from __future__ import annotations
 
+import threading
 import time
 import types
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ def module(gpus: list[FakeGpu], clock=time.monotonic) -> types.ModuleType:
     nv.NVML_CLOCK_SM = NVML_CLOCK_SM
     nv.NVML_FI_DEV_POWER_INSTANT = NVML_FI_DEV_POWER_INSTANT
     nv.shutdowns = 0
+    nv.inits = 0
+    nv.reading_threads = set()  # the threads that read a GPU's figures (threading.get_ident())
 
     def now():
         return clock() - start
@@ -65,12 +68,19 @@ def module(gpus: list[FakeGpu], clock=time.monotonic) -> types.ModuleType:
     def shutdown():
         nv.shutdowns += 1
 
-    nv.nvmlInit = lambda: None
+    def init():
+        nv.inits += 1
+
+    def utilization(gpu: FakeGpu):
+        nv.reading_threads.add(threading.get_ident())
+        return types.SimpleNamespace(gpu=gpu.busy, memory=gpu.busy // 3)
+
+    nv.nvmlInit = init
     nv.nvmlShutdown = shutdown
     nv.nvmlDeviceGetCount = lambda: len(gpus)
     nv.nvmlDeviceGetHandleByIndex = lambda i: gpus[i]
     nv.nvmlDeviceGetHandleByUUID = lambda uuid: gpus[int(uuid.rsplit("-", 1)[1])]
-    nv.nvmlDeviceGetUtilizationRates = lambda g: types.SimpleNamespace(gpu=g.busy, memory=g.busy // 3)
+    nv.nvmlDeviceGetUtilizationRates = utilization
     nv.nvmlDeviceGetClockInfo = lambda g, kind: 1900
     nv.nvmlDeviceGetMaxClockInfo = lambda g, kind: 1980
     nv.nvmlDeviceGetEnforcedPowerLimit = lambda g: 700_000

@@ -27,6 +27,7 @@ from pathlib import Path
 
 ENV = "GPUBENCH_TEST_SLURM_CONF"
 PARTITIONS = {"h100": "gpu:h100", "l40s": "gpu:l40s"}  # partition -> the gres its jobs ask for
+MIN_JOB_AGE = 600  # s an ended job stays in squeue (the tests' sweeps find ended jobs by their comment)
 
 
 def missing() -> str | None:
@@ -65,6 +66,19 @@ class SlurmCluster:
                              env={**os.environ, **self.env()}, capture_output=True, text=True, check=True)
         return out.stdout.split()
 
+    def set_min_job_age(self, seconds: int) -> None:
+        """How long the controller lists an ended job (MinJobAge), changed on the running cluster (`scontrol
+        reconfigure`): the tests of a site that forgets jobs fast share the one cluster, and set it back."""
+        lines = self.conf.read_text().splitlines()
+        new = self.conf.with_suffix(".new")  # replaced whole: slurmd re-reads the file on reconfigure
+        new.write_text("\n".join(f"MinJobAge={seconds}" if ln.startswith("MinJobAge=") else ln for ln in lines)
+                       + "\n")
+        new.chmod(self.conf.stat().st_mode)
+        os.replace(new, self.conf)
+        env = {**os.environ, **self.env()}
+        subprocess.run(["scontrol", "reconfigure"], env=env, check=True, capture_output=True, timeout=60)
+        _wait(lambda: _node_idle(env), 60, "the Slurm node after reconfigure", self.conf.parent / "slurmd.log")
+
     def stop(self) -> None:
         for process in reversed(self.processes):
             if process.poll() is None:
@@ -79,7 +93,8 @@ class SlurmCluster:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _config(work: Path, host: str, ctld_port: int, slurmd_port: int, cpus: int, memory_mb: int) -> str:
+def _config(work: Path, host: str, ctld_port: int, slurmd_port: int, cpus: int, memory_mb: int,
+            min_job_age: int) -> str:
     gres = ",".join(f"{g}:1" for g in PARTITIONS.values())
     partitions = "\n".join(f"PartitionName={p} Nodes={host} MaxTime=60 State=UP{' Default=YES' if i == 0 else ''}"
                            for i, p in enumerate(PARTITIONS))
@@ -112,7 +127,7 @@ ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-MinJobAge=600
+MinJobAge={min_job_age}
 KillWait=5
 InactiveLimit=0
 SlurmctldTimeout=30
@@ -131,7 +146,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start(timeout: float = 60.0) -> SlurmCluster:
+def start(timeout: float = 60.0, min_job_age: int = MIN_JOB_AGE) -> SlurmCluster:
     reason = missing()
     if reason:
         raise RuntimeError(reason)
@@ -145,7 +160,7 @@ def start(timeout: float = 60.0) -> SlurmCluster:
     host = socket.gethostname().split(".")[0]
     cpus = os.cpu_count() or 1
     conf = work / "slurm.conf"
-    conf.write_text(_config(work, host, _free_port(), _free_port(), cpus, 1024))
+    conf.write_text(_config(work, host, _free_port(), _free_port(), cpus, 1024, min_job_age))
     (work / "spool" / host).mkdir()
     # slurmd drops a GPU gres without a device file: each stands on a character device that is no GPU.
     (work / "dev").mkdir()

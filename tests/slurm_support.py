@@ -35,6 +35,17 @@ def slurm():
         cluster.stop()
 
 
+@pytest.fixture
+def forgetful(slurm):
+    """The cluster with MinJobAge=2, as many sites run it: an ended job leaves squeue within seconds (set back after
+    the test; the Slurm test files share one worker, so no other test sees it)."""
+    slurm.set_min_job_age(2)
+    try:
+        yield slurm
+    finally:
+        slurm.set_min_job_age(slurm_cluster.MIN_JOB_AGE)
+
+
 def plan_text(name: str, cells: list[tuple[str, list[str], list[str]]], gpus: dict[str, str] | None = None,
               extra: str = "") -> str:
     """A plan named `name` (each test its own: a sweep's jobs are found again by the sweep id in their comment)."""

@@ -66,16 +66,43 @@ def test_no_gpus_asks_for_no_device():
     assert spec_for(gpus="none")["device_requests"] == []
 
 
-@pytest.mark.parametrize(("gpus", "parsed"), [("all", "all"), ("none", None), ("02", "2"), (" 0, 2 ", "device=0,2"),
-                                              ("device=1", "device=1")])
-def test_gpus_values_are_normalised(gpus, parsed):
+@pytest.mark.parametrize(("gpus", "parsed"), [
+    ("all", "all"), ("none", None), ("02", "2"), (" 0, 2 ", "device=0,2"), ("device=1", "device=1"),
+    ("count=all", "all"), ("device=0,2", "device=0,2"), ("MIG-GPU-0c5e/1/0", "device=MIG-GPU-0c5e/1/0"),
+    # docker's own spelling, a quoted list: docker run --gpus '"device=0,2",capabilities=utility'
+    ('"device=0,2",capabilities=utility', "device=0,2,capabilities=utility"),
+    ("2,capabilities=compute,utility", "2,capabilities=compute,utility"),
+    ("capabilities=compute", "1,capabilities=compute"),
+])
+def test_gpus_values_are_normalised_and_read_back_the_same(gpus, parsed):
     assert parse_gpus(gpus) == parsed
+    if parsed:
+        assert parse_gpus(parsed) == parsed  # the CLI checks it, the container spec reads the checked value again
 
 
-@pytest.mark.parametrize("gpus", [" , ", "all,1", "device=", "none,0"])
-def test_bad_gpus_value_is_refused(gpus):
-    with pytest.raises(ValueError, match=r"expected all, none, a count \(2\) or device ids"):
+def test_capabilities_are_asked_for_with_gpu_as_docker_asks():
+    [request] = spec_for('"device=0,2",capabilities=compute,utility')["device_requests"]
+    assert request["DeviceIDs"] == ["0", "2"] and request["Capabilities"] == [["compute", "utility", "gpu"]]
+    [request] = spec_for("2,capabilities=utility")["device_requests"]
+    assert request["Count"] == 2 and request["Capabilities"] == [["utility", "gpu"]]
+
+
+@pytest.mark.parametrize(("gpus", "why"), [
+    (" , ", "no GPU named"), ("all,1", "all and other GPUs together"), ("device=", "device= with nothing after it"),
+    ("none,0", "'none' is not a GPU index, GPU-<uuid> or MIG-<uuid>"),
+    ("banana", "'banana' is not a GPU index, GPU-<uuid> or MIG-<uuid>"),
+    ("device=banana", "'banana' is not a GPU index, GPU-<uuid> or MIG-<uuid>"),
+    ("gpu=0", "unknown key 'gpu'"), ("count=2,device=0", "a count and device ids together"),
+    ("count=two", "count 'two' is not all or a whole number"), ("device=0,device=1", "device given twice"),
+    ("all,capabilities=cuda", "unknown capability 'cuda'"),
+])
+def test_bad_gpus_value_is_refused(gpus, why):
+    with pytest.raises(ValueError) as refused:
         spec_for(gpus=gpus)
+    assert str(refused.value) == f"--gpus {gpus!r}: {why}" + (
+        " (known: compute, utility, graphics, video, display, compat32, all, gpu)" if "capability" in why else "") + (
+        "; expected all, none, a count (2), device ids (0,2, device=0 or device=GPU-<uuid>),"
+        " capabilities=compute,utility")
 
 
 def test_zero_gpus_is_refused_as_ambiguous():

@@ -44,7 +44,7 @@ def test_429_pauses_all_jobs_and_slows_down(fake, launcher_env, capsys, tmp_path
         t.join(timeout=30)
     assert result.code == 0, result.stderr
 
-    from gpubench.launcher.budget import process_budget
+    from gpubench.launcher.runcrate.budget import process_budget
 
     assert process_budget().rate_limited == 1
     # Both jobs keep the API busy (status reads every 0.3 s, a log read per printed line), so the one

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gpubench.launcher.budget import RequestBudget, lane_of
+from gpubench.launcher.runcrate.budget import RequestBudget, lane_of
 
 
 def test_lanes_come_from_the_request_path():

@@ -32,7 +32,7 @@ def test_train_compile_smoke_into_s3(fake, launcher_env, s3, s3_bucket, s3_env, 
     assert {r["setup"] for r in records if r["kind"] == "result"} == {"eager-sdpa", "eager-eager"}
     env = records[0]["environment"]
     assert env["launcher"] == "runcrate-job" and env["gpu_requested"] == "L40S"
-    assert env["price_usd_per_hour"] == 0.86
+    assert records[0]["price_usd_per_hour"] == 0.86
 
     [folder] = run_folders(tmp_path)
     assert folder.name == run_id

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from runcrate import InternalServerError, RateLimitError
 
-from gpubench.launcher.follow import ErrorClock, LostContact, retry_after_s
 from gpubench.launcher.pace import Pace
 from gpubench.launcher.redact import Redactor
+from gpubench.launcher.runcrate.follow import ErrorClock, LostContact, retry_after_s
 
 SECRET = "rc_live_follow-errors-secret-0042"
 

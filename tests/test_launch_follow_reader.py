@@ -12,9 +12,9 @@ import pytest
 from fake_runcrate import FakeRuncrate
 from runcrate import AsyncRuncrate, Runcrate
 
-from gpubench.launcher.follow import LogFollower, LostContact
 from gpubench.launcher.pace import Pace
 from gpubench.launcher.redact import Redactor
+from gpubench.launcher.runcrate.follow import LogFollower, LostContact
 
 SECRET = "rc_live_follow-reader-secret-0099"
 LOGS = r"/api/v1/jobs/[^/]+/logs"

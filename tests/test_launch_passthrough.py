@@ -22,7 +22,7 @@ def test_set_weights_and_price_reach_the_job(fake, launcher_env, capsys, tmp_pat
     assert "--set size=96" in config["command"] and "--weights random" in config["command"]
     started = [r for r in result.records() if r["kind"] == "run_started"][0]
     assert started["config"]["size"] == 96  # the override, over the smoke size (256)
-    assert started["environment"]["price_usd_per_hour"] == 1.5  # not L40S's $0.86
+    assert started["price_usd_per_hour"] == 1.5  # not L40S's $0.86
 
 
 def test_a_malformed_set_launches_nothing(fake, launcher_env, capsys, tmp_path):

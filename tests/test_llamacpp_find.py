@@ -76,3 +76,13 @@ def test_version_from_build_info_else_from_the_program(nothing_built):
     assert with_info.version() == "0.5.0 (0c1e570, CPU, native)"
     without = llamacpp.find(str(build(nothing_built / "b", commit="1234567abc", info=False)))
     assert without.build == {} and without.version() == "0 (1234567)"
+
+
+def test_every_engine_a_catalog_entry_names_has_a_version_reader(nothing_built, monkeypatch):
+    from gpubench.catalog import WORKLOADS
+    from gpubench.servers import engines
+
+    named = {name for spec in WORKLOADS for name in spec.engines}
+    assert "llama.cpp" in named and named <= set(engines.VERSIONS)
+    monkeypatch.setenv(llamacpp.DIR_ENV, str(build(nothing_built / "built")))
+    assert engines.versions(["llama.cpp"]) == {"llama.cpp": "0.5.0 (0c1e570, CPU, native)"}

@@ -1,5 +1,6 @@
 """Random-weight serving on a real llama-server: every token the server counts arrives as its own streamed chunk,
-and the load generator's counts are the server's.
+and the load generator's counts are the server's (counted by llama.cpp's timings_per_token, which the load
+generator finds by asking the server).
 
 llama-server streams one chunk per token and names no token ids in a chat chunk; asked for logprobs it does, one
 entry per token, which is how this test tells a chunk of one token from a chunk of several. (A token ending in the
@@ -54,3 +55,5 @@ def test_a_load_counts_what_the_server_counts(tiny_llamacpp, tmp_path):
     assert metrics["server_prompt_tokens"] == metrics["prompt_tokens_mean"] * 8
     assert metrics["achieved_gbps"] > 0 and ctx.info["bandwidth"]["weights_from"].startswith("llama.cpp log")
     assert ctx.info["prompt_seed"]["server_cache"].startswith("llama.cpp's slots erased")
+    counting = ctx.info["load"]["token_counting"]  # asked of the server by the load generator, not the session
+    assert counting["way"] == "timings" and counting["server"] == "llamacpp", counting

@@ -60,3 +60,39 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert result.code == 2 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "gpubench-results").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rate", "5", "--burstiness", "inf"], "burstiness must be a positive number, a finite number (got inf)"),
+    (["--rate", "1e-300"], "rate 1e-300 spreads 16 requests over 1.5e+301 s: at most 86,400 s (a day)"),
+    (["--rate", "0.0001", "--requests", "10"], "rate 0.0001 spreads 10 requests over 9e+04 s"),
+])
+def test_a_load_that_cannot_be_drawn_is_refused_before_a_run_folder(tmp_path, args, message):
+    """Against a server that answers: the refusal comes before the run, not as a failed run (exit 1) after it."""
+    with streaming_server.running(ttft_ms=5, token_ms=1) as url:
+        result = gpubench("loadgen", "--base-url", url, "--model", "m", *args, cwd=tmp_path, timeout=60)
+    assert result.code == 2 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "gpubench-results").exists()
+
+
+def test_loadgen_takes_the_run_options_and_goes_through_the_run_lifecycle(tmp_path):
+    """--repeats from RunArgs: a result per repeat, each with its own prompts; the summary and verdict a run writes."""
+    with streaming_server.running(ttft_ms=20, token_ms=2) as url:
+        result = gpubench("loadgen", "--base-url", url, *ARGS, "--repeats", "2", "--run-id",
+                          "loadgen-20261203T000000Z-abcdef", cwd=tmp_path)
+    assert result.code == 0, result.stderr[-2000:]
+    results = [r for r in result.records() if r["kind"] == "result"]
+    assert [(r["setup"], r["repeat"], r["status"]) for r in results] == [("u4", 1, "ok"), ("u4", 2, "ok")]
+    assert [r["info"]["prompt_seed"] for r in results] == [42, 43]
+    assert all(r["verdict"] for r in results)
+    folder = tmp_path / "gpubench-results" / "loadgen-20261203T000000Z-abcdef"
+    assert (folder / "summary.md").read_text().startswith("# loadgen: loadgen-20261203T000000Z-abcdef")
+    assert result.records()[0]["repeats"] == 2
+
+
+def test_two_ways_of_counting_tokens_at_once_are_refused(tmp_path):
+    result = gpubench("loadgen", "--base-url", "http://localhost:1", "--model", "m", "--token-ids", "--count-tokens",
+                      "usage", cwd=tmp_path)
+    assert result.code == 2 and "--token-ids is --count-tokens token-ids" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "gpubench-results").exists()

@@ -51,3 +51,17 @@ def test_client_processes_follow_the_users_and_leave_most_cores_to_the_server():
     assert LoadSpec(base_url="http://h:1", model="m", users=3, rate=9, processes=8).client_processes() == 3
     assert LoadSpec(base_url="http://h:1", model="m", users=64, requests=320).warmup_requests == 128
     assert LoadSpec(base_url="http://h:1", model="m", users=64, warmup=0).warmup_requests == 0
+
+
+def test_connections_the_server_closed_while_the_processes_waited_are_opened_again_before_the_start():
+    """One user a process; the first process has 2 warm-up requests, the second 1, so the second waits a whole request
+    (~2.1 s) for the first: a server that closes a connection idle for 1.5 s (uvicorn's 5 s, shortened) closes its
+    connection meanwhile. It is opened again before the start, so no timed request waits for a connection."""
+    with streaming_server.running(ttft_ms=2000, token_ms=10, keep_alive_s=1.5) as url:
+        run = run_load(LoadSpec(base_url=url, users=2, requests=6, processes=2, warmup=3, **LOAD))
+        served, accepted = streaming_server.stats(url), streaming_server.accepted(url)
+    first_sent, last_end = min(r.sent for r in run.records), max(r.sent + r.e2e_s for r in run.records)
+    assert served["idle_closed"] >= 1  # the server did close one
+    assert [t for t in accepted if first_sent <= t <= last_end] == []  # none was opened while timing
+    assert run.info()["connections_opened_while_timing"] == 0
+    assert all(r.ok for r in run.records)

@@ -61,9 +61,10 @@ def test_two_servers_scored_and_compared(tmp_path):
 
 
 def test_a_pass_whose_server_counts_other_tokens_says_so(tmp_path):
+    """A vLLM-like server whose chunks name their tokens, and whose usage counts 2 more than they named."""
     questions = load_questions(3)
     path = tmp_path / "replies.json"
     path.write_text(json.dumps([[q.question, f"#### {q.answer}"] for q in questions]))
-    with streaming_server.running(ttft_ms=5, token_ms=1, replies=path, usage_extra=2) as url:
+    with streaming_server.running(ttft_ms=5, token_ms=1, replies=path, usage_extra=2, flavor="vllm") as url:
         result = run_gsm8k(url, "m", n=3, concurrency=3, max_tokens=64)
     assert result.correct == 3 and result.metrics()["usage_mismatches"] == 3

@@ -1,14 +1,13 @@
-"""The one NVML helper (gpubench/measure/nvml.py) behind both samplers, against a stand-in nvidia-ml-py:
-the GPUs CUDA_VISIBLE_DEVICES names, in its order, and the peak-memory sampler reading the first of them."""
+"""The one NVML helper (gpubench/measure/nvml.py) behind the worker's one NVML sampler, against a stand-in
+nvidia-ml-py: the GPUs CUDA_VISIBLE_DEVICES names, in its order, each reading with its used memory (NVML's peak
+memory is a figure of these readings: tests/test_memory_tracker.py)."""
 
 from __future__ import annotations
 
 import sys
-import time
 
 import fake_pynvml
 
-from gpubench.measure.gpu_memory import GpuMemorySampler
 from gpubench.measure.nvml import Nvml, open_nvml
 
 
@@ -27,15 +26,9 @@ def test_the_visible_gpus_in_cuda_order(monkeypatch):
     assert open_nvml() == (None, "no GPU visible")
 
 
-def test_the_memory_sampler_keeps_the_peak_of_the_first_visible_gpu(monkeypatch):
+def test_a_reading_has_each_gpus_used_memory(monkeypatch):
     devices = gpus()
-    nv = fake_pynvml.module(devices)
-    monkeypatch.setitem(sys.modules, "pynvml", nv)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    with GpuMemorySampler(interval_s=0.01) as sampler:
-        devices[1].memory_used = 9 * 2**30
-        time.sleep(0.1)
-        devices[1].memory_used = 4 * 2**30
-        devices[0].memory_used = 50 * 2**30  # not the GPU this process uses
-        time.sleep(0.05)
-    assert sampler.peak_bytes == 9 * 2**30 and sampler.samples >= 3 and nv.shutdowns == 1
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.module(devices))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    devices[1].memory_used = 9 * 2**30
+    assert [r.memory_used_bytes for r in Nvml().read()] == [9 * 2**30, 2**30]

@@ -36,6 +36,7 @@ def test_llamacpp_rows_ok_with_every_token_streamed_and_counted(smoke):
             assert m["gsm8k_total"] == 4 and m["gsm8k_wall_s"] > 0, setup
         else:
             assert m["usd_per_1M_output_tokens"] > 0 and m["client_cpu_pct"] > 0, setup
+            assert row["info"]["load"]["token_counting"]["way"] == "timings", setup  # llama.cpp's timings_per_token
         assert row["info"]["engine"].startswith("llama.cpp's llama-server 0.5.0 (0c1e570")
         assert row["info"]["engine"].endswith("Ollama's runner without Ollama")
         if setup.endswith("-u16"):

@@ -1,6 +1,7 @@
 """Results stored before schema 1.2 read as today's (gpubench/schema.py): one peak-memory figure for every
-workload, `peak_mem_gib` (gpubench/measure/gpu_memory.py), of the device the setup ran on, where they had six
-names in two units, the posts' GB in reference.csv likewise, and a verdict kept in info as the typed field."""
+workload, `peak_mem_gib` (gpubench/measure/gpu_memory.py; tests/test_memory_tracker.py), of the device the setup
+ran on, where they had six names in two units, the posts' GB in reference.csv likewise, and a verdict kept in info
+as the typed field."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 import pytest
 
 from gpubench import reference
-from gpubench.measure import gpu_memory
 from gpubench.schema import PEAK_MEMORY, Derived, SetupResult, parse_record
 
 
@@ -46,17 +46,6 @@ def test_embeds_tuned_peak_and_derived_records_too():
     assert result.metrics["tuned_peak_mem_gib"].value == pytest.approx(1e9 / 2**30)
     derived = parse_record(stored({"peak_mem_gb": (2.0, "GB")}, kind="derived"))
     assert isinstance(derived, Derived) and derived.metrics[PEAK_MEMORY].value == pytest.approx(2e9 / 2**30)
-
-
-def test_the_harness_figure_says_what_it_measured():
-    info = {}
-    assert gpu_memory.peak(info, 3 * 2**30) == {PEAK_MEMORY: 3.0}
-    assert info["peak_mem"] == gpu_memory.TORCH_ALLOCATED
-    assert gpu_memory.peak(info, 2**30, gpu_memory.NVML_USED) == {PEAK_MEMORY: 1.0}
-    assert info["peak_mem"] == gpu_memory.NVML_USED
-    host = gpu_memory.peak(info, None)
-    assert host[PEAK_MEMORY] == pytest.approx(gpu_memory.peak_rss_bytes() / 2**30) and host[PEAK_MEMORY] > 0.01
-    assert info["peak_mem"] == gpu_memory.HOST_RSS
 
 
 def test_the_posts_gb_read_in_gib():

@@ -56,8 +56,8 @@ def test_ranks_by_cost_with_a_planted_tie_and_a_gpu_with_one_run(tmp_path):
     assert found[H200]["n"] == "4" and found[H200]["$/hour"] == "3.5 (stored with its latest run)"
     assert found[H200]["energy (J/image)"] == "400" and found[H100]["energy (J/image)"] == "–"
     assert found[H200]["bounded by"] == "compute-bound" and found[L40S]["bounded by"] == "-"
-    assert (f"- cheapest per unit: {H200} (compile-b4), within noise of {H100}; fastest: {H200} (compile-b4);"
-            f" least energy: {H200} (compile-b4)") in result.stdout
+    assert (f"- cheapest per unit: {H200} (compile-b4) at $0.139 per 1k images, within noise of {H100}; fastest:"
+            f" {H200} (compile-b4) at 7 images/s; least energy: {H200} (compile-b4) at 400 J/image") in result.stdout
     assert "prices: as stored with the runs" in result.stdout
 
 
@@ -112,6 +112,9 @@ def test_a_latency_target_keeps_only_the_load_levels_that_met_it(tmp_path):
     (["sdxl", "{store}", "--metric", "nope"], "--metric nope: not in the sdxl runs; valid: images_per_s"),
     (["sdxl", "{store}", "--slo", "fast"], "--slo 'fast': use one of server, interactive or ttft=MS,tpot=MS"),
     (["sdxl", "{store}", "--slo", "server"], "--slo: sdxl is not a serving study"),
+    (["vllm-serving", "{store}", "--slo", ""], "--slo '': empty; use one of server, interactive or ttft=MS,tpot=MS"),
+    (["vllm-serving", "{store}", "--slo", " "], "--slo ' ': empty"),
+    (["vllm-serving", "{store}", "--slo", "ttft=" + "9" * 400 + ",tpot=100"], "must be positive, finite numbers of ms"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     (tmp_path / "empty").mkdir()

@@ -19,9 +19,9 @@ def write_serving_run(folder, gpu, points):
     """A vllm-serving run: {setup: (per-user tokens/s, output tokens/s)}."""
     run_id = "vllm-serving-20261130T000000Z-" + folder.name[-6:].rjust(6, "0")
     folder.mkdir(parents=True)
-    env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)], price_usd_per_hour=1.14)
+    env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)])
     records = [RunStarted(run_id=run_id, workload="vllm-serving", study="s", setups=list(points), repeats=1,
-                          smoke=False, config={}, environment=env)]
+                          smoke=False, config={}, environment=env, price_usd_per_hour=1.14)]
     records += [SetupResult(run_id=run_id, setup=setup, repeat=1, status="ok", metrics={
         "per_user_tokens_per_s": Metric(value=user, unit="tokens/s", better="higher"),
         "output_tokens_per_s": Metric(value=total, unit="tokens/s", better="higher")})

@@ -24,15 +24,14 @@ def write_results(folder, gpu, setups, price=None, finished=True, workload="trai
     units = {name: (m.unit, m.better) for name, m in declared.items()} | {"pct_of_peak": ("%", "higher")}
     run_id = f"{workload}-20261130T000000Z-{abs(hash(folder.name)) % 10**6:06d}"
     folder.mkdir(parents=True)
-    env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)] if gpu else [],
-                      price_usd_per_hour=price)
+    env = Environment(python="3.12", platform="linux", gpus=[GpuInfo(name=gpu)] if gpu else [])
     results = [SetupResult(run_id=run_id, setup=setup, repeat=repeat, status="ok", info=info or {}, dtype=dtype,
                            metrics={name: Metric(value=value, unit=units.get(name, ("", None))[0],
                                                  better=units.get(name, ("", None))[1])
                                     for name, value in values.items()}) for setup, repeats in setups.items()
         for repeat, values in enumerate(repeats, 1)]
     records = [RunStarted(run_id=run_id, workload=workload, study="s", setups=list(setups), repeats=1,
-                          smoke=False, config=config or {}, environment=env), *results]
+                          smoke=False, config=config or {}, environment=env, price_usd_per_hour=price), *results]
     if finished:
         records.append(RunFinished(run_id=run_id, status="ok", duration_s=1.0, summary=[]))
     (folder / "results.jsonl").write_text("".join(to_line(r) + "\n" for r in records))

@@ -78,8 +78,9 @@ def test_environment_records_what_the_image_and_launcher_say(tmp_path):
     started = result.records()[0]
     env = started["environment"]
     assert started["run_id"] == "train-compile-20261129T000000Z-abcdef"
-    assert (env["image"], env["git_commit"], env["gpu_requested"], env["launcher"], env["price_usd_per_hour"]) == (
-        "ghcr.io/gpubench/train-compile:0.1.0", "abc123", "RTX5090,L40S", "runcrate-job", 0.54)
+    assert (env["image"], env["git_commit"], env["gpu_requested"], env["launcher"]) == (
+        "ghcr.io/gpubench/train-compile:0.1.0", "abc123", "RTX5090,L40S", "runcrate-job")
+    assert started["price_usd_per_hour"] == 0.54 and "price_usd_per_hour" not in env  # the run's, not the machine's
     ok = [r for r in result.records() if r["kind"] == "result"][0]
     assert "usd_per_1M_tokens" in ok["metrics"]  # the launcher's price reached the cost metrics
 
@@ -91,7 +92,7 @@ def test_a_price_list_with_no_entry_for_this_machine_leaves_costs_out(tmp_path):
     assert "costs are left out" in result.stderr
     row = [r for r in result.records() if r["kind"] == "result"][0]
     assert not [name for name in row["metrics"] if "usd" in name]
-    assert result.records()[0]["environment"]["price_usd_per_hour"] is None
+    assert result.records()[0]["price_usd_per_hour"] is None
 
 
 def test_the_run_ends_with_a_summary_table_saved_beside_the_records(smoke_run):

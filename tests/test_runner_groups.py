@@ -60,8 +60,8 @@ def run_setup(setup, config, ctx):
         os._exit(3)
     print(f"working on {setup}", file=sys.stderr, flush=True)
     ctx.progress("timed", message=setup)
-    ctx.info.update(weights=ctx.weights, weight_paths=ctx.weight_paths, price=ctx.price_usd_per_hour,
-                    smoke=ctx.smoke, run_id=ctx.run_id, repeat=ctx.repeat)
+    ctx.info.update(weights=ctx.weights, weight_paths=ctx.weight_paths, smoke=ctx.smoke, run_id=ctx.run_id,
+                    repeat=ctx.repeat)
     ctx.dtype = DTYPES.get(setup)
     if setup == config.slow:
         time.sleep(3)
@@ -142,9 +142,8 @@ def test_two_repeats_of_two_groups(tmp_path, probe, capsys):
     assert results[("a1", 1)]["utilisation"]["scope"] == "timed"  # the machine's
     assert results[("a1", 1)]["verdict"]["label"] and results[("a1", 1)]["verdict"]["basis"]  # the runner's
     assert [results[key]["dtype"] for key in [("a1", 1), ("a2", 1), ("b1", 1)]] == ["bf16", "int4", "fp8"]
-    assert results[("a1", 1)]["info"] == {  # what the worker was given
-        "weights": "random", "weight_paths": {"org/model": "/w/model"}, "price": PRICE, "smoke": False,
-        "run_id": RUN_ID, "repeat": 1}
+    assert results[("a1", 1)]["info"] == {  # what the worker was given (not the price: the runner costs)
+        "weights": "random", "weight_paths": {"org/model": "/w/model"}, "smoke": False, "run_id": RUN_ID, "repeat": 1}
     assert results[("b1", 2)]["status"] == "error" and results[("b1", 2)]["error"] == "RuntimeError: b1 broke"
 
     metrics = {key: {name: m["value"] for name, m in r["metrics"].items() if name not in utilisation.METRICS}

@@ -56,7 +56,8 @@ def check_config_json(twice):
         "workload": "first-matmul", "study": request.spec.study, "setups": ["matmul"], "repeats": 2,
         "smoke": True, "weights": "random", "weight_paths": {"org/none": None}, "price_usd_per_hour": PRICE,
         "config": dataclasses.asdict(request.config), "command": ["gpubench", "run", "x"], "store": "s3://b/p"}
-    assert environment == records[0]["environment"] and environment["price_usd_per_hour"] == PRICE
+    assert environment == records[0]["environment"] and records[0]["price_usd_per_hour"] == PRICE
+    assert "price_usd_per_hour" not in environment  # the run's price, not the machine's
 
 
 def check_records_in_order(twice):
@@ -84,9 +85,9 @@ def check_costs(twice):
         m = result["metrics"]
         usd = BASIS.usd_per_unit(m["warm_matmul_ms"]["value"], PRICE)
         assert m["usd_per_warm_matmul"] == {"value": pytest.approx(usd), "unit": "USD/warm matmul",
-                                            "better": "lower"}
+                                            "better": "lower", "role": "cost"}
         assert m["warm_matmul_per_usd"] == {"value": pytest.approx(1 / usd), "unit": "warm matmul/USD",
-                                            "better": "higher"}
+                                            "better": "higher", "role": "value"}
 
 
 def check_what_a_person_reads(twice):

@@ -76,9 +76,9 @@ def test_cost_metrics_point_the_right_way():
     slug = rate.unit.replace(" ", "_")
     seconds = rate.per / 2000.0
     assert usd.model_dump() == {"value": pytest.approx(3.6 * seconds / 3600), "unit": f"USD/{rate.unit}",
-                                "better": "lower"}
+                                "better": "lower", "role": "cost"}
     assert per_usd.model_dump() == {"value": pytest.approx(3600 / (3.6 * seconds)), "unit": f"{rate.unit}/USD",
-                                    "better": "higher"}
+                                    "better": "higher", "role": "value"}
     names = cost_metrics(WORKLOADS.get("train-compile").cost, {rate.metric: Metric(value=2000.0, unit="x")}, 3.6)
     assert list(names) == [f"usd_per_{slug}", f"{slug}_per_usd"]
 

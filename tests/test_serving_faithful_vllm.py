@@ -111,3 +111,31 @@ def test_fixed_prompts_start_uncached_after_their_warm_up(session):
     assert metrics["prefix_cache_hit_rate"] < 5  # the warm-up's p0 and p1 are not found by the timed p0 and p1
     assert ctx.info["prompt_seed"]["server_cache"].endswith("again after it (fixed prompts: the warm-up had sent"
                                                             " the timed ones)")
+
+
+def test_the_rate_search_setup_measures_the_found_rate_as_its_timed_load(session):
+    """vllm-serving's rate-search on a real vLLM: a target no load meets (TTFT 1 ms) halves down from the start and
+    says none met, with no timed load; a target every load meets (MLPerf Server on a tiny model, 4 requests) stops at
+    the first load, and that rate, measured once more, is the result's timed load."""
+    from gpubench.loadgen import slo
+
+    shape = dict(endpoint="completions", requests=4, warmup=1, input_tokens=32, output_tokens=4, ignore_eos=True)
+    phases = []
+
+    def searched(target: slo.Target) -> tuple[dict, dict]:
+        ctx = context("rate-search")
+        ctx.progress = lambda phase, *args, **kwargs: phases.append(phase)
+        metrics = common.search_rate(session, ctx, level="rate-search", seed=42, target=target, tolerance=0.5,
+                                     max_probes=4, **shape)
+        return metrics, ctx.info
+
+    strict, info = searched(slo.Target(ttft_ms=1, tpot_ms=100))
+    assert strict == {"slo_max_rate": 0.0, "slo_search_probes": 4.0}, info["search"]
+    assert info["search"]["stopped"].startswith("stopped after 4 probes") and "load" not in info
+    assert not any(row["met"] for row in info["search"]["probes"]) and "timed" not in phases
+    loose, info = searched(slo.Target(ttft_ms=600_000, tpot_ms=600_000))
+    assert info["search"]["stopped"].startswith("met with every request at once")
+    assert loose["slo_max_rate"] == loose["requested_rate"]
+    assert loose["slo_max_rate"] == pytest.approx(info["search"]["probes"][0]["requests_per_s"], abs=1e-3)
+    assert loose["slo_met"] == 1 and loose["requests_ok"] == 4 and "server_prompt_tokens" in loose
+    assert phases.count("timed") >= 1 and phases[-1] == "timed"  # the probes' timed parts are "probe"

@@ -13,6 +13,7 @@ import streaming_server
 
 from gpubench.catalog import WORKLOADS
 from gpubench.loadgen import slo
+from gpubench.loadgen.client import RequestRecord
 from gpubench.loadgen.run import run_load
 from gpubench.loadgen.spec import LoadSpec
 from gpubench.pricing import cost_metrics
@@ -67,6 +68,33 @@ def test_highest_load_under_the_target_is_the_one_worked_out_by_hand():
     # TPOT is 20 ms at every load: a 15 ms target is met by none, said on the lowest level's row
     strict = vllm_serving.Config(slo_ttft_p99_ms=400, slo_tpot_p99_ms=15)
     assert common.sweep_at_target(strict, results, levels) == {"u1": {"slo_max_users": 0.0}}
+    # and no request of it: at 1 user every TTFT is within 400 ms, every TPOT over 15 ms
+    _, run1 = measured[1]
+    assert all(r.ttft_s * 1e3 <= 400 for r in run1.records)
+    assert slo.goodput(run1.records, run1.duration_s, slo.of_config(strict)) == {
+        "goodput_requests_per_s": 0.0, "goodput_tokens_per_s": 0.0, "slo_requests_met_pct": 0.0}
+
+
+def test_a_request_within_the_ttft_target_but_over_the_tpot_target_is_not_goodput():
+    """Target p99 TTFT 400 ms, TPOT 50 ms, over a 2 s timed phase, worked by hand:
+    a: TTFT 100 ms, 11 tokens by 500 ms: TPOT (500 - 100) / 10 = 40 ms -> meets
+    b: TTFT 100 ms, 11 tokens by 900 ms: TPOT 80 ms -> misses on TPOT alone
+    c: TTFT 500 ms, 11 tokens by 700 ms: TPOT 20 ms -> misses on TTFT alone
+    d: TTFT 200 ms, one token: no TPOT -> meets on its TTFT
+    e: failed -> not counted, not among the ok requests
+    Goodput: a and d, 2 requests and 11 + 1 tokens in 2 s; 2 of the 4 ok requests met the target."""
+    def record(index, ttft_ms, last_ms, tokens):
+        return RequestRecord(index=index, ok=True, ttft_s=ttft_ms / 1e3, last_token_s=last_ms / 1e3,
+                             e2e_s=last_ms / 1e3, completion_tokens=tokens)
+
+    target = slo.Target(ttft_ms=400, tpot_ms=50)
+    a, b, c, d = record(0, 100, 500, 11), record(1, 100, 900, 11), record(2, 500, 700, 11), record(3, 200, 200, 1)
+    assert (a.tpot_s, b.tpot_s, c.tpot_s, d.tpot_s) == (pytest.approx(0.040), pytest.approx(0.080),
+                                                        pytest.approx(0.020), None)
+    assert [slo.request_meets(r, target) for r in (a, b, c, d)] == [True, False, False, True]
+    failed = RequestRecord(index=4, ok=False, error_kind="timeout")
+    assert slo.goodput([a, b, c, d, failed], 2.0, target) == {
+        "goodput_requests_per_s": 1.0, "goodput_tokens_per_s": 6.0, "slo_requests_met_pct": 50.0}
 
 
 def test_vllm_serving_derive_takes_the_largest_passing_concurrency():
@@ -92,6 +120,11 @@ def test_targets_default_to_mlperf_server_and_parse_from_words():
     for bad in ("fast", "ttft=500", "ttft=0,tpot=30", "ttft=500,tpot=30,x=1"):
         with pytest.raises(slo.TargetError):
             slo.parse(bad)
+    # 400 nines are a float's infinity: "TTFT <= inf ms" would pass every load
+    with pytest.raises(slo.TargetError, match="positive, finite"):
+        slo.parse("ttft=" + "9" * 400 + ",tpot=100")
+    with pytest.raises(slo.TargetError, match="positive, finite"):
+        slo.parse("ttft=2000,tpot=" + "9" * 400)
 
 
 def test_each_server_mode_gets_its_own_highest_load():

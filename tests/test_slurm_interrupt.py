@@ -92,6 +92,17 @@ def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(slurm, tmp_path):
             proc.kill()
     assert proc.returncode == exit_codes.INTERRUPTED, err
     assert live(sweep_jobs(slurm, f"ctrlc{PID}")) == []  # nothing left running or waiting
+    # The two H100 cells were one array (the second task waiting for the gres), the L40S cell another; every task's
+    # job.json says this call stopped it, the waiting one before it started.
+    facts = {f.parent: json.loads(f.read_text()) for f in root.glob("*/*/*/*/*/job.json")}
+    assert sorted(f["array_task"] for f in facts.values()) == [0, 0, 1]
+    assert len({f["array_job_id"] for f in facts.values()}) == 2
+    for folder, f in facts.items():  # (on busy cores a run can end before the signal: it was not stopped)
+        ended_ok = (folder / "results.jsonl").exists() and finished(folder) == "ok"
+        assert f["stopped_by"] == "interrupt" or ended_ok, (folder, f)
+    facts = list(facts.values())
+    assert all(f["state"] == "CANCELLED" and f["error"] == "cancelled before it started (scancel)"
+               for f in facts if f["started_at"] is None)
     states = sorted(j["state"] for j in sweep_jobs(slurm, f"ctrlc{PID}"))
     # scancel's SIGINT ends a running job with the run's interrupted exit (FAILED), a waiting one is CANCELLED:
     # at least one job was stopped by this call rather than left to finish

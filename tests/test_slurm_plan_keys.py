@@ -4,7 +4,7 @@ a bad value with what it must be."""
 import pytest
 
 from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.slurm_plan import SlurmTable, parse_slurm
+from gpubench.launcher.slurm.plan import SlurmTable, enroot_image, parse_slurm
 
 GPUS = {"H100": {"partition": "h100", "gres": "gpu:h100"}, "L40S": {"partition": "l40s"}}
 
@@ -54,3 +54,41 @@ def test_a_bad_value_is_one_line_saying_what_it_must_be(table, line):
     with pytest.raises(LaunchError) as caught:
         parse_slurm(table, "plan.toml")
     assert str(caught.value).startswith(f"plan.toml: {line}")
+
+
+@pytest.mark.parametrize("image, uri", [
+    ("ghcr.io/gpubench/whisper:0.1.0", "ghcr.io#gpubench/whisper:0.1.0"),  # enroot: the registry ends at '#'
+    ("localhost:5000/gpubench/embed:1", "localhost:5000#gpubench/embed:1"),
+    ("nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io#nvidia/pytorch:24.01-py3"),
+    ("gpubench/embed:1", "gpubench/embed:1"),  # Docker Hub: no registry to name
+    ("ubuntu", "ubuntu"),
+    ("nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io#nvidia/pytorch:24.01-py3"),  # already enroot's form
+    ("/shared/images/embed.sqsh", "/shared/images/embed.sqsh"),  # a squashfs file
+    ("docker://ghcr.io/gpubench/embed:1", "docker://ghcr.io#gpubench/embed:1"),
+])
+def test_a_pyxis_image_is_named_as_enroot_reads_it(image, uri):
+    assert enroot_image(image) == uri
+
+
+def test_the_sites_options_are_read_and_checked():
+    cluster = parse_slurm({"container": "apptainer", "account": "bench", "qos": "high", "cpus_per_gpu": 16,
+                           "exclusive": False, "array_throttle": 8, "srun_args": ["--mpi=pmix"],
+                           "container_mounts": ["/shared/hf:/hf:ro"], "gpus": GPUS}, "plan.toml")
+    assert (cluster.account, cluster.qos, cluster.cpus_per_gpu, cluster.exclusive, cluster.array_throttle) == (
+        "bench", "high", 16, False, 8)
+    options = cluster.sbatch_options(cluster.gpu("H100"), 2, 30, 32, cluster.is_exclusive(smoke=False))
+    assert "--cpus-per-task=32" in options and "--exclusive" not in options and "--account=bench" in options
+    command = cluster.job_command("gpubench run embed", "ghcr.io/gpubench/embed:1", "/r", None, 32)
+    assert command[:4] == ["srun", "--ntasks=1", "--cpus-per-task=32", "--mpi=pmix"]
+    assert command[command.index("--bind") + 3] == "/shared/hf:/hf:ro"
+    for table, line in [
+        ({"python": "/p", "gpus": GPUS, "container_mounts": ["/a:/b"]}, "[slurm] container_mounts are for a container"),
+        ({"container": "pyxis", "gpus": GPUS, "container_mounts": ["a:/b"]}, "[slurm] container_mounts must be a list"),
+        ({"python": "/p", "gpus": GPUS, "cpus_per_gpu": 0}, "[slurm] cpus_per_gpu must be a whole number from 1"),
+        ({"python": "/p", "gpus": GPUS, "account": "a b"}, "[slurm] account must be a Slurm account name"),
+        ({"python": "/p", "gpus": GPUS, "exclusive": "yes"}, "[slurm] exclusive must be true or false"),
+        ({"python": "/p", "gpus": GPUS, "srun_args": ["-n1"]}, "[slurm] srun_args must be a list of srun options"),
+    ]:
+        with pytest.raises(LaunchError) as caught:
+            parse_slurm(table, "plan.toml")
+        assert str(caught.value).startswith(f"plan.toml: {line}"), caught.value

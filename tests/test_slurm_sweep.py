@@ -44,8 +44,9 @@ def test_two_cells_on_two_partitions_stored_once_and_not_again(slurm, s3, s3_buc
     keys = {o["Key"] for o in client.list_objects_v2(Bucket=s3_bucket, Prefix="s/")["Contents"]}
     for name, folder in folders.items():
         sweep_id = folder.parts[-5]
-        for file in ("results.jsonl", "config.json", "job.json"):
-            assert f"s/{sweep_id}/{name}/{file}" in keys
+        job_id = json.loads((folder / "job.json").read_text())["job_id"]
+        for file in ("results.jsonl", "config.json", "job.json", f"slurm-{job_id}.out", "job.sbatch"):
+            assert f"s/{sweep_id}/{name}/{file}" in keys  # Slurm's output and script are uploaded with the results
 
     second = launcher(["sweep", plan, "--store", store], slurm, tmp_path, s3_env)
     assert second.code == exit_codes.OK, second.stderr
@@ -72,11 +73,12 @@ def test_pending_with_slurms_reason_then_running_then_done(slurm, tmp_path):
 def test_a_job_that_fails_says_why(slurm, tmp_path):
     """whisper without --smoke needs weights the node lacks: the job exits 2 and its own reason reaches the terminal."""
     cells = [("whisper", ["L40S"], ["--setups", "fw-turbo-fp16-b16"])]
-    plan = write_plan(tmp_path, plan_text(f"failing{PID}", cells))
+    plan = write_plan(tmp_path, plan_text(f"failing{PID}", cells, extra="cpus_per_gpu = 1"))  # this node has 2
     result = launcher(["sweep", plan], slurm, tmp_path)
     assert result.code == exit_codes.JOB_NOT_SUCCEEDED, result.stderr
     assert "job failed: exit code 2: gpubench: error: whisper needs weights that are not on this machine" \
         in result.stderr
+    assert "or run with --weights random (same compute, random values)" in result.stderr  # the whole line
     [job] = sweep_jobs(slurm, f"failing{PID}")
     assert job["state"] == "FAILED"
     [summary_file] = (tmp_path / "gpubench-results").glob(f"failing{PID}-*/sweep.json")
@@ -119,7 +121,8 @@ def test_slurm_not_answering(slurm, tmp_path):
     result = launcher(["sweep", plan], slurm, tmp_path, {"SLURM_CONF": str(conf), "GPUBENCH_SLURM_TIMEOUT_S": "20"})
     assert result.code == exit_codes.BAD_INPUT
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("gpubench-launch: error: Slurm is not answering"), line
+    assert line.startswith("gpubench-launch: error: Slurm is not answering: sinfo"), line
+    assert "not installed" not in line  # it is installed: the controller does not answer
     assert not (tmp_path / "gpubench-results").exists()
 
 

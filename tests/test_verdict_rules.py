@@ -86,7 +86,7 @@ def test_a_busy_gpu_below_both_roofs_is_gpu_bound_with_its_figures():
 def test_host_bound_needs_an_idle_gpu_and_a_saturated_thread():
     busy, thread = T["host_bound_busy"], T["saturated_thread"]
     assert label(gpu(gpu_busy_pct=busy - 0.1, busiest_thread_pct=thread)) == "host-bound"
-    assert label(gpu(gpu_busy_pct=busy, busiest_thread_pct=thread)) == "undetermined"
+    assert label(gpu(gpu_busy_pct=busy, busiest_thread_pct=thread)) == "gpu-and-host-bound"  # the next rule's
     assert label(gpu(gpu_busy_pct=12.0, busiest_thread_pct=thread - 0.1)) == "undetermined"
     v = verdict.judge(gpu(gpu_busy_pct=14.5, busiest_thread_pct=93.6))
     assert v.basis == "GPU busy 14% (< 70%) while the busiest host thread used 94% of a core (>= 85%)"
@@ -151,3 +151,47 @@ def test_host_bound_names_the_server_process_whose_thread_is_the_busiest():
     v = verdict.judge(gpu(gpu_busy_pct=40.0, busiest_thread_pct=98.0, engine_core_thread_pct=97.0))
     assert "(vLLM's engine core)" in v.basis
     assert "(" not in verdict.judge(gpu(gpu_busy_pct=40.0, busiest_thread_pct=98.0)).basis.split("thread")[1][:3]
+
+
+# vllm-fp8 fp8-c64 on the H200 as issue 33 read it, "undetermined" before the gpu-and-host-bound rule
+VLLM_FP8_C64 = {"util_samples": 400.0, "gpu_busy_pct": 89.0, "busiest_thread_pct": 83.0, "api_server_thread_pct": 83.0,
+                "pct_of_peak_bandwidth": 44.0, "throttled_pct": 0.0, "sm_clock_pct": 95.0}
+
+
+def test_a_gpu_near_full_with_a_host_thread_near_its_limit_is_named_with_what_would_move_it():
+    v = verdict.judge(VLLM_FP8_C64)
+    assert v.label == "gpu-and-host-bound"
+    assert v.basis.startswith("GPU busy 89% (70-90%: near full) with the busiest host thread (vLLM's API server) at 83%"
+                              " of a core (>= 75%: near its limit): neither alone is the bound; what would move it: a"
+                              " second API server process (vllm serve --api-server-count 2)")
+    assert "44% of peak bandwidth, SM clock 95% of max" in v.basis
+    assert v.figures["api_server_thread_pct"] == 83 and v.figures["gpu_busy_pct"] == 89
+    # the thread's own process decides the remedy: the load generator's, or (no sampled role) a launching thread's
+    client = verdict.judge({**VLLM_FP8_C64, "api_server_thread_pct": 40.0, "client_thread_pct": 83.0})
+    assert "(gpubench's load generator)" in client.basis and "gpubench loadgen --processes N" in client.basis
+    bare = verdict.judge({k: v for k, v in VLLM_FP8_C64.items() if k != "api_server_thread_pct"})
+    assert bare.label == "gpu-and-host-bound" and verdict.DEFAULT_RELIEF in bare.basis
+
+
+def test_gpu_and_host_bound_at_its_edges():
+    low, high, near = T["host_bound_busy"], T["gpu_bound_busy"], T["near_saturated_thread"]
+    assert label({**VLLM_FP8_C64, "gpu_busy_pct": low}) == "gpu-and-host-bound"
+    assert label({**VLLM_FP8_C64, "gpu_busy_pct": high - 0.1}) == "gpu-and-host-bound"
+    assert label({**VLLM_FP8_C64, "gpu_busy_pct": high}) == "gpu-bound"  # a GPU busy 90% is the limit
+    assert label({**VLLM_FP8_C64, "busiest_thread_pct": near}) == "gpu-and-host-bound"
+    assert label({**VLLM_FP8_C64, "busiest_thread_pct": near - 0.1}) == "undetermined"
+    # under host_bound_busy a thread near (not at) saturation is neither rule's
+    assert label({**VLLM_FP8_C64, "gpu_busy_pct": low - 0.1}) == "undetermined"
+
+
+def test_a_result_without_utilisation_figures_says_it_was_not_sampled():
+    v = verdict.judge({"tokens_per_s": 100.0})
+    assert v.label == "undetermined" and v.basis.startswith("not sampled")
+    assert verdict.judge({"util_samples": 3.0}).basis == "3 utilisation samples (fewer than 10)"
+
+
+def test_a_load_faster_than_the_disk_is_undetermined_with_the_page_cache_named():
+    # cold-start cache-warm on the H200 (bounds-c): a load at 337% of a cold read of its files
+    v = verdict.judge(gpu(gpu_busy_pct=10.0, busiest_thread_pct=70.0, load_read_gbps=3.37, raw_read_gbps=1.0))
+    assert v.label == "undetermined"
+    assert v.basis.startswith("load at 337% of a plain cold read of the same files (> 125%): the page cache served it")

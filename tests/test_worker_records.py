@@ -21,7 +21,7 @@ SPEC = WorkloadSpec(name="worker-probe", title="t", study="t", setups=tuple(work
                     gpu_count=0, min_gpu_memory_gb=0, expected_minutes=1, dependencies={},
                     module="worker_probe_workload")
 JOB = {"workload": SPEC.name, "repeat": 3, "run_id": "rid", "smoke": True, "weights": "random",
-       "weight_paths": {"org/model": None}, "price_usd_per_hour": 2.5}
+       "weight_paths": {"org/model": None}}
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +54,7 @@ def test_progress_and_info_carry_the_setup_context():
     ]
     first, second = [r for r in records if isinstance(r, SetupResult)]
     context = {"run_id": "rid", "repeat": 3, "smoke": True, "weights": "random", "weight_paths": {"org/model": None},
-               "price": 2.5, "rank": 0, "world_size": 1, "session": "session-s"}
+               "rank": 0, "world_size": 1, "session": "session-s"}
     for result in (first, second):  # every result also says what the machine did (gpubench/run/utilisation.py)
         assert result.utilisation.sample_s == utilisation.SAMPLE_S
         assert result.metrics.pop("util_samples").unit == "samples"

@@ -39,7 +39,7 @@ def open_session(key, config, ctx):
 def run_setup(setup, config, ctx):
     ctx.progress("timed", done=1, total=3, message=f"{setup} at work")
     ctx.info.update(setup=ctx.setup, run_id=ctx.run_id, repeat=ctx.repeat, smoke=ctx.smoke, weights=ctx.weights,
-                    weight_paths=ctx.weight_paths, price=ctx.price_usd_per_hour, rank=ctx.rank,
+                    weight_paths=ctx.weight_paths, rank=ctx.rank,
                     world_size=ctx.world_size, session=ctx.session)
     if setup == "first":
         time.sleep(config.sleep_s)

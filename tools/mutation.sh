@@ -22,7 +22,7 @@ children=${MUTATION_CHILDREN:-2}
 
 declare -A FILE=(
   [schema]=gpubench/schema.py [stores]=gpubench/stores.py [runner]=gpubench/run/runner.py
-  [worker]=gpubench/run/worker.py [ingest]=gpubench/run/ingest.py [follow]=gpubench/launcher/follow.py
+  [worker]=gpubench/run/worker.py [ingest]=gpubench/run/ingest.py [follow]=gpubench/launcher/runcrate/follow.py
   [plan]=gpubench/launcher/plan.py [results]=gpubench/launcher/results.py
 )
 declare -A TESTS=(

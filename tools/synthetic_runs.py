@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gpubench.catalog import WORKLOADS
+from gpubench.run.runner import declared_metrics
 from gpubench.schema import (
     Environment,
     GpuInfo,
@@ -39,14 +40,14 @@ def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: 
     """One synthetic run folder; values: {setup: [{metric: value} per repeat]}, units as the workload declares;
     info: {setup: the info of each of its results} (a verdict, say)."""
     spec = WORKLOADS.get(workload)
-    declared = load(spec).metrics
+    declared = declared_metrics(load(spec))
     run_id = f"{workload}-{when:%Y%m%dT%H%M%SZ}-{hashlib.sha256(str(folder).encode()).hexdigest()[:6]}"
     env = Environment(python="3.12", platform="synthetic", launcher="synthetic", gpus=[GpuInfo(name=gpu)],
-                      gpu_count=1, price_usd_per_hour=price)
+                      gpu_count=1)
     ts = when.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
     records = [RunStarted(run_id=run_id, ts=ts, workload=workload, study=spec.study, setups=list(values),
                           repeats=max(len(v) for v in values.values()), smoke=smoke,
-                          config={"synthetic": True}, environment=env)]
+                          config={"synthetic": True}, environment=env, price_usd_per_hour=price)]
     results = []
     for setup, repeats in values.items():
         for repeat, metrics in enumerate(repeats, 1):
@@ -54,8 +55,7 @@ def write_run(folder: Path, workload: str, gpu: str, price: float | None, when: 
                                  total=progress) for i in range(progress)]
             result = SetupResult(run_id=run_id, ts=ts, setup=setup, repeat=repeat, status="ok",
                                  info=dict((info or {}).get(setup, {})), metrics={
-                name: Metric(value=value, unit=declared[name].unit if name in declared else "",
-                             better=declared[name].better if name in declared else None)
+                name: declared[name].metric(value) if name in declared else Metric(value=value, unit="")
                 for name, value in metrics.items()})
             results.append(result)
             records.append(result)

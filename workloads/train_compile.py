@@ -3,7 +3,7 @@
 Study: LlamaForCausalLM from a config with random init (hidden 1024, 24 layers, 16 heads, FFN 4096,
 vocab 32,000), bf16 weights, batch 4 x 2,048 random tokens, loss.backward(), fused AdamW (lr 1e-4),
 zero_grad(set_to_none=True). First step (includes compilation), 4 warm-up steps, then the mean of
-20 timed steps; peak memory from torch.cuda.max_memory_allocated after a reset before the timed steps.
+20 timed steps; peak memory (the harness's tracker: torch's allocator on a GPU) over the timed steps.
 Random weights are the study's own choice here: the compute is the same as trained weights.
 """
 
@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import compile_cache, gpu_memory, timing
+from gpubench.measure import compile_cache, timing
 from gpubench.measure import device as measure_device
 from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext
@@ -99,7 +99,6 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
 
     use_compile, attn = SETUPS[setup]
     device = measure_device.resolve(config.device)
-    on_cuda = device.startswith("cuda")
     torch.manual_seed(config.seed)
 
     ctx.progress("build_model")
@@ -123,8 +122,7 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
         step()
         ctx.progress("warmup", done=i + 1, total=config.warmup_steps)
     measure_device.synchronize(device)
-    if on_cuda:
-        torch.cuda.reset_peak_memory_stats()
+    ctx.memory.reset(device)
 
     # The study's number is wall time over all timed steps / steps. Per-step times come from marks queued
     # between steps (CUDA events on a GPU: no wait per step), for the spread.
@@ -147,7 +145,7 @@ def _measure(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]:
         "params_m": params / 1e6,
         "achieved_tflops": tokens_per_s * flops_per_token(config, params) / 1e12,
     }
-    metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated() if on_cuda else None))
+    metrics.update(ctx.memory.peak(device))
     return metrics
 
 

@@ -24,6 +24,14 @@ class CliError(BadValue):
     """Bad input: one line, exit 2."""
 
 
+def say_skipped(runs) -> None:
+    """What reading stored runs skipped (gpubench/results/stored_runs.py), said the same way by every reader."""
+    from gpubench.results.stored_runs import skipped_lines
+
+    for line in skipped_lines(runs):
+        click.echo(f"gpubench: {line}", err=True)
+
+
 def check_output_file(path: Path, option: str) -> None:
     """A file a command is to write: a file name in a folder that exists and may be written; nothing is created."""
     folder = path.parent
@@ -60,6 +68,32 @@ def price_from_launcher() -> float | None:
         return None
     click.echo(f"gpubench: costed at {match[0]}'s ${match[1]:g}/h", err=True)
     return match[1]
+
+
+def run_id_for(given: str | None, workload: str) -> str:
+    """The run's id: given (--run-id, or a launcher's GPUBENCH_RUN_ID), checked, else a new one."""
+    from gpubench import runid
+
+    run_id = given or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
+    if not runid.is_run_id(run_id):
+        raise CliError(f"bad run id {run_id!r}")
+    return run_id
+
+
+def deliver(run_dir, target, outcome: str) -> int:
+    """After a run: its folder closed and named, uploaded when a store was given; the exit code for the outcome (ok,
+    interrupted, else failed), made KEPT_LOCALLY when an ok run's upload failed."""
+    from gpubench import stores
+
+    run_dir.close()
+    click.echo(f"results: {run_dir.path}", err=True)
+    code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
+    if target:
+        ok, message = stores.deliver(run_dir.path, target)
+        click.echo(message, err=True)
+        if not ok and code == EXIT_OK:
+            code = EXIT_UPLOAD_FAILED
+    return code
 
 
 def safe_argv() -> list[str]:

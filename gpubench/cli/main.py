@@ -24,8 +24,11 @@ from gpubench.cli.common import (
     CliError,
     check_output_file,
     default_results_dir,
+    deliver,
     price_from_launcher,
+    run_id_for,
     safe_argv,
+    say_skipped,
 )
 from gpubench.cli.loadgen import loadgen
 from gpubench.params import NOISE, folder_name
@@ -123,14 +126,17 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 def env(as_json: bool) -> None:
     """The environment block a run on this machine would record."""
     from gpubench.run import environment, live
+    from gpubench.servers import engines
 
-    block = environment.collect(engines=tuple(environment.ENGINES))
+    block = environment.collect(engines=engines.versions(engines.VERSIONS))
     if live.wants_records(as_json):
         click.echo(block.model_dump_json(indent=2))
         return
     gpus = ", ".join(f"{g.name} ({g.memory_gb:g} GB)" if g.memory_gb else g.name for g in block.gpus) or "none found"
     rows = [("gpus", gpus), ("driver / CUDA", f"{block.driver_version or '-'} / {block.cuda_version or '-'}"),
-            ("cpu", f"{block.cpu_model or '?'}, {block.cpu_cores or '?'} cores"),
+            ("cpu", f"{block.cpu_model or '?'}, {block.cpu_cores or '?'} cores"
+                    + (f", {block.cpus_usable} for this process" if block.cpus_usable not in (None, block.cpu_cores)
+                       else "")),
             ("ram", f"{block.ram_gb:g} GB" if block.ram_gb else "?"), ("python", block.python),
             ("platform", block.platform), ("git commit", block.git_commit or "-"), ("image", block.image or "-")]
     rows += [(name, version or "not installed") for name, version in block.libraries.items()]
@@ -162,8 +168,7 @@ def images(as_json: bool) -> None:
 @run_args.option("smoke")
 @run_args.option("repeats")
 @run_args.option("price")
-@click.option("--store", default=None, metavar="URL",
-              help="s3://bucket/prefix to upload to (default: local folder only).")
+@run_args.option("store")
 @run_args.option("results_dir")
 @run_args.option("overrides")
 @run_args.option("weights")
@@ -173,11 +178,10 @@ def images(as_json: bool) -> None:
 @click.option("--cache-volume", default="gpubench-cache", show_default=True,
               help="With --docker: the weights cache volume.")
 @click.option("--gpus", default=None, metavar="all|none|N|IDS",
-              help="With --docker: the GPUs the container gets: all (default), none (the CPU), a count, or device ids"
-                   " like 0,2.")
+              help="With --docker: the GPUs the container gets, as docker run --gpus reads them: all (default), none"
+                   " (the CPU), a count, device ids (0,2 or device=GPU-<uuid>), with capabilities=compute,utility.")
 @run_args.option("on_cpu")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines records on stdout even on a terminal (the default for pipes and files).")
+@run_args.option("as_json")
 @click.option("--check", "check_only", is_flag=True,
               help="Only check the arguments and the config (--set) against the workload's declarations: exit 0 or 2,"
                    " nothing runs or is written (gpubench-launch runs this before any API request).")
@@ -190,10 +194,11 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     terminal or JSON Lines records for a pipe or file (--json forces records)."""
     import contextlib
 
-    from gpubench import runid, stores
+    from gpubench import stores
     from gpubench import weights as weight_store
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
+    from gpubench.servers import engines
     from gpubench.workload import build_config, load, parse_overrides
 
     spec = WORKLOADS.get(workload)
@@ -214,9 +219,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     if price is None and not check_only:
         price = price_from_launcher()
     target = stores.parse_store(store)
-    run_id = run_id or os.environ.get("GPUBENCH_RUN_ID") or runid.new_run_id(workload)
-    if not runid.is_run_id(run_id):
-        raise CliError(f"bad run id {run_id!r}")
+    run_id = run_id_for(run_id, workload)
     definition = load(spec)
     config = build_config(definition, smoke, parse_overrides(list(overrides)))  # --docker too: the image's is the same
     if check_only:
@@ -236,16 +239,19 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
         if not smoke and not on_cpu:
             _refuse_full_size_without_gpu(spec)
     else:
-        from gpubench.run.docker_run import DockerUnavailable, connect, parse_gpus
+        from gpubench.run.docker_run import parse_gpus
 
         try:
             gpus = parse_gpus(gpus or "all")
-            connect().close()
-        except (DockerUnavailable, ValueError) as exc:
+        except ValueError as exc:
             raise CliError(str(exc)) from None
     if target:
         target.check_writable(run_id)
+    if docker:  # the engine and the image (pulled now if missing), before any folder is made
+        image = _docker_image(spec, image)
 
+    root = Path(results_dir).absolute()  # the folders made for this run go again if its container never starts
+    new_root = next((folder for folder in reversed([root, *root.parents]) if not folder.exists()), None)
     view = None if live.wants_records(as_json) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():
@@ -258,22 +264,15 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
         if docker:
             args = RunArgs(workload=workload, setups=tuple(setups), smoke=smoke, repeats=repeats,
                            overrides=tuple(overrides), weights=weights, price=price, run_id=run_id, on_cpu=on_cpu)
-            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus)
+            outcome = _run_docker(spec, run_dir, image, cache_volume, args, gpus, new_root)
         else:
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
-                                 weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
+                                 weight_paths={k: str(v) if v else None for k, v in weight_paths.items()},
+                                 engine_versions=engines.versions(spec.engines))
             runner = Runner(request, run_dir, echo=view.print if view else None, verbose=verbose)
             outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
-    run_dir.close()
-    click.echo(f"results: {run_dir.path}", err=True)
-    code = {"ok": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(outcome, EXIT_SETUP_FAILED)
-    if target:
-        ok, message = stores.deliver(run_dir.path, target)
-        click.echo(message, err=True)
-        if not ok and code == EXIT_OK:
-            code = EXIT_UPLOAD_FAILED
-    sys.exit(code)
+    sys.exit(deliver(run_dir, target, outcome))
 
 
 def _refuse_full_size_without_gpu(spec) -> None:
@@ -285,13 +284,29 @@ def _refuse_full_size_without_gpu(spec) -> None:
                        " use --smoke to test the code path, or --cpu to run it on the CPU anyway")
 
 
-def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
-    """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
+def _docker_image(spec, image: str | None) -> str:
+    """The image to run (--image, else the catalog's), there on the engine: pulled when missing. No engine, or a
+    failed pull, is one line before anything is written."""
     from gpubench.images import image_ref
+    from gpubench.run.docker_run import DockerUnavailable, connect, ensure_image
+
+    image = image or image_ref(spec)
+    try:
+        client = connect()
+        try:
+            ensure_image(client, image, lambda line: click.echo(line, err=True))
+        finally:
+            client.close()
+    except DockerUnavailable as exc:
+        raise CliError(str(exc)) from None
+    return image
+
+
+def _run_docker(spec, run_dir, image, cache_volume, args, gpus, new_root: Path | None) -> str:
+    """The image's own `gpubench run`, its stdout fed through the same record handling as a local run."""
     from gpubench.run.docker_run import DockerUnavailable, run_in_docker
     from gpubench.run.ingest import RecordStream
 
-    image = image or image_ref(spec)
     run_dir.write_config({"workload": spec.name, "via": "docker", "image": image, "cache_volume": cache_volume,
                           "gpus": gpus or "none", "command": ["gpubench", *args.to_argv()]})
     stream = RecordStream(run_dir)
@@ -304,7 +319,7 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     except DockerUnavailable as exc:  # the engine went away, or the image cannot be pulled
         run_dir.close()
         if not stream.lines:
-            _remove_unstarted_run_dir(run_dir.path)
+            _remove_unstarted_run_dir(run_dir.path, new_root)
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         return "interrupted"
@@ -314,11 +329,16 @@ def _run_docker(spec, run_dir, image, cache_volume, args, gpus) -> str:
     return stream.outcome
 
 
-def _remove_unstarted_run_dir(path: Path) -> None:
-    """The container never printed a line: leave no half-written run folder behind."""
+def _remove_unstarted_run_dir(path: Path, new_root: Path | None) -> None:
+    """The container never printed a line: leave no half-written run folder behind, nor the results folder (up to
+    `new_root`, the highest folder this run made) when it is empty."""
     for child in path.iterdir():
         child.unlink()
     path.rmdir()
+    folder = path.absolute().parent
+    while new_root is not None and folder.is_relative_to(new_root) and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _show_and_log(run_dir, line: str) -> None:
@@ -382,7 +402,7 @@ def report(paths, html_file) -> None:
         check_output_file(html_file, "--html")
     try:
         runs = stored_runs.discover(list(paths), on_progress=progress)
-        _say_damaged(runs)
+        say_skipped(runs)
         built = reports.build(runs)
     except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
@@ -404,13 +424,6 @@ def report(paths, html_file) -> None:
         click.echo(f"gpubench: wrote {html_file}", err=True)
 
 
-def _say_damaged(runs) -> None:
-    """A line of a stored run that is no record (cut short, edited) is skipped, and said with its file and line."""
-    for run in runs:
-        for where in run.damaged:
-            click.echo(f"gpubench: {where}: not a readable record, skipped", err=True)
-
-
 @cli.command()
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), callback=folder_name, required=True,
@@ -426,6 +439,7 @@ def site(sources, out) -> None:
         built = sites.build(list(sources), out)
     except (stored_runs.StoredRunError, sites.SiteError) as exc:
         raise CliError(str(exc)) from None
+    say_skipped(built.runs)
     click.echo(f"gpubench: site in {out}: read {len(built.read)} runs, wrote {len(built.rendered)} pages"
                f" and {len(built.plots)} plots; open {out / 'index.html'}", err=True)
 
@@ -462,7 +476,7 @@ def compare(run_a, run_b, fail_on, noise, show_all) -> None:
 
     try:
         a, b = stored_runs.load(run_a), stored_runs.load(run_b)
-        _say_damaged([a, b])
+        say_skipped([a, b])
         rows = compare_runs(a, b, floor=noise)
     except (stored_runs.StoredRunError, ValueError) as exc:
         raise CliError(str(exc)) from None

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from gpubench.cli.common import CliError
+from gpubench.cli.common import CliError, say_skipped
 
 
 def run(study: str, sources: list[str], metric: str | None, target_text: str | None) -> None:
@@ -16,7 +16,7 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
 
     try:  # everything that can be checked before reading a run
         spec = recommend.study(study)
-        target = slo.parse(target_text) if target_text else None
+        target = slo.parse(target_text) if target_text is not None else None  # '' is refused, not no target
     except (recommend.RecommendError, slo.TargetError) as exc:
         raise CliError(str(exc)) from None
     if any(not source.strip() for source in sources):
@@ -25,6 +25,7 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
         runs = stored_runs.discover(sources)
     except (stored_runs.StoredRunError, StoreError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    say_skipped(runs)
     prices, said = None, "as stored with the runs (set RUNCRATE_API_KEY for current Runcrate prices)"
     if os.environ.get("RUNCRATE_API_KEY"):
         try:

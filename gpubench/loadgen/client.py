@@ -4,6 +4,17 @@ While a stream is open the client does as little as it can: it takes the time of
 keeps its bytes (http_client.py), nothing else. Parsing the server-sent events happens after the load is
 over (`parse`), so the client's JSON work never lands between two tokens of another stream, nor in
 anyone's time to first token. An event's time is the time of the read that brought its last byte.
+
+A chunk may carry several tokens (a server behind its engine merges them); it counts as as many as it says it
+carries (token_counts.py: the ids it names, or the growth of a running count it carries), else as one. Inter-token
+latency is per token: the gap before a chunk of k tokens is spread evenly over them (k gaps of gap/k), and the tokens
+that come with the first beyond it have 0 ms, so a request's ITLs add up to its last token minus its first over
+its tokens after the first, the span TPOT divides. vLLM's benchmark keeps one ITL per chunk, whatever it carries
+(vllm/benchmarks/lib/endpoint_request_func.py, `output.itl.append(timestamp - most_recent_timestamp)` per chunk) while
+its TPOT divides by every output token (vllm/benchmarks/serve.py, calculate_metrics: `latency_minus_ttft /
+(output_len - 1)`); that per-chunk figure is kept as the chunk gap. Splitting a chunk's gap over its tokens is what
+vLLM's open fixes of its ITL propose (vllm-project/vllm#46652, from issue #27485) and what SGLang's bench_serving does
+with --accept-length (a chunk's gap / its tokens, once per token).
 """
 
 from __future__ import annotations
@@ -32,13 +43,15 @@ class RequestRecord:
     ttft_s: float | None = None  # to the first chunk carrying a token
     last_token_s: float | None = None
     e2e_s: float | None = None  # to the end of the stream
-    itl_s: list[float] = field(default_factory=list)  # every gap between token chunks
+    itl_s: list[float] = field(default_factory=list)  # per token after the first (a chunk's gap spread over its k)
+    chunk_gaps_s: list[float] = field(default_factory=list)  # between token chunks (vLLM's benchmark's ITL)
     prompt_tokens_sent: int | None = None  # when the prompt's length is known exactly
     prompt_tokens: int | None = None  # usage, as the server reports it
     completion_tokens: int | None = None  # usage, as the server reports it
-    tokens_received: int = 0  # tokens that arrived: the ids chunks name, else one per chunk that carried a token
-    chunks: int = 0  # chunks that carried a token (inter-token gaps are between these)
-    usage_mismatch: str | None = None  # why the server's count and what arrived disagree
+    tokens_received: int = 0  # tokens that arrived, as the chunks said (one a chunk where a chunk did not say)
+    chunks: int = 0  # chunks that carried a token
+    counted_by: str | None = None  # how every token chunk said its count (token_counts.WAYS), None if one did not
+    usage_mismatch: str | None = None  # the server's count and the tokens its chunks said they carried disagree
     text: str = ""
 
     @property
@@ -73,7 +86,8 @@ class RawResponse:
     error: str | None = None
 
 
-def payload(spec: LoadSpec, prompt: Prompt) -> bytes:
+def payload(spec: LoadSpec, prompt: Prompt, counting: dict[str, Any] | None = None) -> bytes:
+    """The request body; `counting`: the fields that ask the server to say each chunk's token count."""
     body: dict[str, Any] = {
         "model": spec.model, "max_tokens": spec.output_tokens, "temperature": spec.temperature,
         "stream": True, "stream_options": {"include_usage": True},
@@ -84,8 +98,8 @@ def payload(spec: LoadSpec, prompt: Prompt) -> bytes:
         body["prompt"] = prompt.body
     if spec.ignore_eos:
         body["ignore_eos"] = True
-    if spec.token_ids:
-        body["return_token_ids"] = True
+    for name, value in (counting or {}).items():
+        body[name] = {**body[name], **value} if isinstance(value, dict) and isinstance(body.get(name), dict) else value
     body.update(spec.extra_body)
     return json.dumps(body).encode()
 
@@ -133,8 +147,10 @@ async def _exchange(pool: Pool, request: bytes, timeout: float, fresh: bool):
         pool.release(conn)
 
 
-def parse(raw: RawResponse) -> RequestRecord:
-    """The record of a finished response: its events timed by the read that completed them."""
+def parse(raw: RawResponse, way: str = "chunks") -> RequestRecord:
+    """The record of a finished response: its events timed by the read that completed them. `way`: how the request
+    asked the server to say each chunk's token count (token_counts.WAYS); the ids a chunk names count whatever was
+    asked, a usage on a chunk is a running count only when it was asked for (else it is the closing total)."""
     record = RequestRecord(index=raw.index, ok=False, sent=raw.start or None, error_kind=raw.error_kind,
                            error=raw.error, prompt_tokens_sent=raw.prompt_tokens_sent)
     if raw.due is not None and raw.start:
@@ -147,8 +163,10 @@ def parse(raw: RawResponse) -> RequestRecord:
     for data in raw.reads:
         total += len(data)
         ends.append(total)
-    token_times: list[float] = []
-    received = 0
+    chunk_times: list[float] = []
+    chunk_tokens: list[int] = []
+    ways: set[str | None] = set()  # how each token chunk said its count (None: it did not)
+    running = 0  # the running count a chunk carries (continuous usage, llama.cpp's timings), last seen
     text: list[str] = []
     done = finished = False
     usage = None
@@ -174,33 +192,61 @@ def parse(raw: RawResponse) -> RequestRecord:
             return _failed(record, "stream_error", json.dumps(event.get("error", event)))
         if event.get("usage"):
             usage = event["usage"]
+        so_far, so_far_way = _running_count(event, way)
+        grown = max(0, so_far - running) if so_far is not None else None
+        if so_far is not None:
+            running = so_far
         for choice in event.get("choices") or []:
             piece, is_token = _token(choice)
             finished = finished or bool(choice.get("finish_reason"))
-            if is_token:
-                token_times.append(at)
+            ids = choice.get("token_ids")
+            if isinstance(ids, list) and ids:
+                count, way = len(ids), "token_ids"
+            elif grown is not None and len(event["choices"]) == 1:
+                count, way = grown, so_far_way
+            else:
+                count, way = (1, None) if is_token else (0, None)
+            if is_token or count > 0:  # a chunk the server says carried a token is one, whatever its text
+                chunk_times.append(at)
+                chunk_tokens.append(max(count, 1) if way is None else count)
+                ways.add(way)
                 text.append(piece)
-                ids = choice.get("token_ids")
-                received += len(ids) if isinstance(ids, list) and ids else 1
     record.e2e_s = raw.times[-1] - raw.start if raw.times else None
     record.text = "".join(text)
-    record.tokens_received, record.chunks = received, len(token_times)
+    record.tokens_received, record.chunks = sum(chunk_tokens), len(chunk_times)
     if usage:
         record.prompt_tokens = usage.get("prompt_tokens")
         record.completion_tokens = usage.get("completion_tokens")
-    if not token_times:
+    if not chunk_times:
         return _failed(record, "no_tokens", "the stream ended without a token")
     if not (done or finished):
         return _failed(record, "incomplete", "the stream ended without a finish reason or [DONE]")
-    record.ttft_s, record.last_token_s = token_times[0], token_times[-1]
-    record.itl_s = [b - a for a, b in zip(token_times, token_times[1:], strict=False)]
-    if record.completion_tokens is None:
-        record.usage_mismatch = "no usage in the stream"
-    elif record.completion_tokens != record.tokens_received:
-        record.usage_mismatch = (f"server counted {record.completion_tokens} completion tokens,"
-                                 f" {record.tokens_received} arrived")
+    first = next(i for i, k in enumerate(chunk_tokens) if k > 0) if any(chunk_tokens) else 0
+    record.ttft_s, record.last_token_s = chunk_times[first], chunk_times[-1]
+    record.itl_s = [0.0] * max(0, chunk_tokens[first] - 1)
+    record.chunk_gaps_s = []
+    for before, at, k in zip(chunk_times[first:], chunk_times[first + 1:], chunk_tokens[first + 1:], strict=False):
+        record.chunk_gaps_s.append(at - before)
+        record.itl_s += [(at - before) / k] * k if k else []
+    record.counted_by = None if None in ways else "+".join(sorted(ways))
+    if record.counted_by and record.completion_tokens is not None and \
+            record.completion_tokens != record.tokens_received:
+        record.usage_mismatch = (f"server counted {record.completion_tokens} completion tokens, its chunks said"
+                                 f" {record.tokens_received}")
     record.ok = True
     return record
+
+
+def _running_count(event: dict, way: str) -> tuple[int | None, str | None]:
+    """The tokens generated so far as a chunk says it (llama.cpp's timings; the usage, when continuous usage was
+    asked for), and which."""
+    usage, timings = event.get("usage"), event.get("timings")
+    if isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
+        return timings["predicted_n"], "timings"
+    if way == "usage" and event.get("choices") and isinstance(usage, dict) and \
+            isinstance(usage.get("completion_tokens"), int):
+        return usage["completion_tokens"], "usage"
+    return None, None
 
 
 def _token(choice: dict) -> tuple[str, bool]:

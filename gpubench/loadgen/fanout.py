@@ -12,16 +12,12 @@ this has threads (the utilisation sampler), and a forked child would inherit the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import multiprocessing
 import time
 from multiprocessing.connection import wait
 
-from gpubench.loadgen.run import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share
+from gpubench.loadgen.share import START_LEAD_S, LoadFailed, Plan, ShareResult, Ticker, drive_share, name_process
 
-PROCESS_NAME = b"gpubench-client"
-PR_SET_NAME = 15
 POLL_S = 0.5
 
 
@@ -92,12 +88,12 @@ def _expect(pipe, kind: str):
 
 
 def _client(load: Plan, share: int, shares: int, counter, done, pipe) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, PROCESS_NAME, 0, 0, 0)
+    name_process()
 
-    def start_at() -> float:
+    async def start_at() -> float:
         pipe.send(("ready", None))
-        return _expect(pipe, "start")
+        # waited for in a thread, so the event loop goes on: a connection the server closes meanwhile is seen closed
+        return await asyncio.to_thread(_expect, pipe, "start")
 
     def finished() -> None:
         with done.get_lock():

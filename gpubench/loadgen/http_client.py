@@ -67,6 +67,7 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reused = False  # it served a request before this one
+        self.idle_since = time.perf_counter()
         self._reset(None)
 
     def _reset(self, waiter: asyncio.Future | None) -> None:
@@ -192,6 +193,7 @@ class Connection(asyncio.Protocol):
             raise
         response.sent = sent
         self._waiter = None
+        self.idle_since = time.perf_counter()
         if not self._keep_alive:
             self.close()
         return response
@@ -202,14 +204,36 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
+# A connection idle this long is opened again before a timed phase: uvicorn (vLLM's server) closes one idle for 5 s,
+# so one idle for 1 s still has 4 s, far more than the wait for the start (share.START_LEAD_S).
+MAX_IDLE_S = 1.0
+
+
 class Pool:
-    """Idle keep-alive connections to one host; a new one is opened when none is idle."""
+    """Idle keep-alive connections to one host; a new one is opened when none is idle (`opened` counts them)."""
 
     def __init__(self, target: Target):
         self.target = target
         self._idle: list[Connection] = []
         self._all: list[Connection] = []
         self._ssl = ssl.create_default_context() if target.tls else None
+        self.opened = 0
+
+    async def fill(self, count: int, timeout: float, max_idle_s: float = MAX_IDLE_S) -> None:
+        """`count` idle connections open: those the server closed meanwhile (uvicorn closes one idle for 5 s), or
+        that have been idle for max_idle_s and may be closed any moment, are dropped and new ones opened, together,
+        so no request of a timed phase waits for a connection. One that cannot be opened is left to the request that
+        needs it (which records the error)."""
+        now = time.perf_counter()
+        for conn in self._idle:
+            if now - conn.idle_since > max_idle_s:
+                conn.close()
+        self._idle = [conn for conn in self._idle if not conn.closed]
+        missing = count - len(self._idle)
+        if missing > 0:
+            opened = await asyncio.gather(*(self.acquire(timeout, fresh=True) for _ in range(missing)),
+                                          return_exceptions=True)
+            self._idle.extend(conn for conn in opened if isinstance(conn, Connection))
 
     async def acquire(self, timeout: float, fresh: bool = False) -> Connection:
         """An idle connection (unless `fresh`), else a new one."""
@@ -230,6 +254,7 @@ class Pool:
             raise HttpError("connection", f"cannot connect to {self.target.host}:{self.target.port}:"
                                           f" {exc.strerror or exc}") from None
         self._all.append(conn)
+        self.opened += 1
         return conn
 
     def release(self, conn: Connection) -> None:

@@ -1,7 +1,8 @@
 """Per-run metrics from per-request records, defined as the serving studies (and vLLM's benchmark) do.
 
 TTFT: send -> first chunk carrying a token. TPOT: (last token - first token) / (output tokens - 1),
-per request. ITL: every gap between token chunks, pooled over requests. E2E: send -> end of stream.
+per request. ITL: per token, pooled over requests (a chunk of k tokens spreads the gap before it over them, client.py);
+the chunk gap is the gap between chunks, whatever they carry (vLLM's benchmark's ITL). E2E: send -> end of stream.
 Per-user tokens/s: 1000 / median TPOT in ms. Throughput: ok requests and their output tokens (the
 server's count) over the wall time of the timed phase. Percentiles interpolate linearly (numpy's
 default, as vLLM's benchmark). $ per 1M output tokens comes from output_tokens_per_s and the hourly
@@ -11,7 +12,10 @@ Open loop: the schedule delay (sent - due; the pacer's lateness plus any wait fo
 E2E from the due time (what a user arriving then waits), and the achieved against the requested rate. A
 p99 of fewer than P99_MIN_REQUESTS requests is a handful of them: `p99_requests` says how many it rests on.
 The client's share of a core (its busiest process) and `client_bound` (1 when that share passes
-data/verdict_thresholds.csv's client_saturated, AIPerf's rule) say whether the load generator was the limit.
+data/verdict_thresholds.csv's client_saturated, AIPerf's rule) say whether the load generator was the limit; its
+peak memory, and the requests it held in flight on average (Little's law: the requests' E2Es summed over the timed
+phase), against the server's own gauges of requests running and waiting where it has them (server_gauges.py), say
+whether the server was given the load asked.
 """
 
 from __future__ import annotations
@@ -25,14 +29,15 @@ from gpubench.verdict_thresholds import thresholds
 from gpubench.workload import MetricDef
 
 PERCENTILES = (50, 90, 95, 99)
-LATENCIES = ("ttft", "tpot", "itl", "e2e")
+LATENCIES = ("ttft", "tpot", "itl", "chunk_gap", "e2e")
 OPEN_LOOP_LATENCIES = ("schedule_delay", "e2e_from_schedule")
 P99_MIN_REQUESTS = 1000
 
 LATENCY_HELP = {
     "ttft": "time to first token: request sent until the first streamed token",
     "tpot": "time per output token after the first: (e2e - ttft) / (tokens - 1), per request",
-    "itl": "inter-token latency: every gap between streamed tokens",
+    "itl": "inter-token latency, per token: a chunk of k tokens spreads the gap before it over the k",
+    "chunk_gap": "time between streamed chunks, whatever each carries (vLLM's benchmark's ITL)",
     "e2e": "end-to-end: request sent until the last token",
     "schedule_delay": "open loop: request sent minus when it was due (pacer lateness and waits for a slot)",
     "e2e_from_schedule": "open loop: end-to-end from when the request was due, the client's queueing included",
@@ -64,6 +69,13 @@ LOAD_METRICS: dict[str, MetricDef] = {
     "completion_tokens_mean": MetricDef("tokens", None, "mean generated tokens per request"),
     "client_cpu_us_per_token": MetricDef("us/token", "lower",
                                          "the load generator's own CPU per token: a check it was not the bottleneck"),
+    "client_rss_mib": MetricDef("MiB", "lower", "the client processes' peak resident memory, together"),
+    "client_in_flight_mean": MetricDef("requests", None, "requests the client had in flight on average over the"
+                                       " timed phase (their E2Es summed over its duration)"),
+    "server_running_mean": MetricDef("requests", None, "the server's own gauge of requests running (vLLM's"
+                                     " vllm:num_requests_running), mean of its samples over the timed phase"),
+    "server_waiting_mean": MetricDef("requests", None, "the server's own gauge of requests queued (vLLM's"
+                                     " vllm:num_requests_waiting), mean of its samples over the timed phase"),
 }
 
 
@@ -93,6 +105,7 @@ def latencies_ms(records: Sequence[RequestRecord]) -> dict[str, Distribution | N
         "ttft": Distribution.of([r.ttft_s * 1e3 for r in ok]),
         "tpot": Distribution.of([r.tpot_s * 1e3 for r in ok if r.tpot_s is not None]),
         "itl": Distribution.of([gap * 1e3 for r in ok for gap in r.itl_s]),
+        "chunk_gap": Distribution.of([gap * 1e3 for r in ok for gap in r.chunk_gaps_s]),
         "e2e": Distribution.of([r.e2e_s * 1e3 for r in ok]),
     }
 
@@ -133,6 +146,8 @@ def summarize(records: Sequence[RequestRecord], duration: float, client_cpu_s: f
         out[f"{name}_ms_mean"] = dist.mean
     if ok:
         out["p99_requests"] = len(ok)
+    if duration > 0:
+        out["client_in_flight_mean"] = sum(r.e2e_s for r in records if r.e2e_s is not None) / duration
     if rate is not None:
         out["requested_rate"] = rate
         sent = sorted(r.sent for r in records if r.sent is not None)

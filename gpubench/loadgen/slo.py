@@ -10,6 +10,7 @@ of its requests do (MLPerf's rule). The highest load that meets it is the larges
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from gpubench.schema import COST_ROLE
 from gpubench.workload import MetricDef
 
 if TYPE_CHECKING:  # only its fields are read: ok, ttft_s, tpot_s, output_tokens
@@ -58,6 +60,8 @@ def preset(name: str) -> Target:
 
 def parse(text: str) -> Target:
     """A preset's name ("server", "interactive") or "ttft=MS,tpot=MS"."""
+    if not text.strip():  # `--slo "$SLO"` with SLO unset: refused, or no target would pass unnoticed
+        raise TargetError(f"--slo {text!r}: empty; use one of {', '.join(presets())} or ttft=MS,tpot=MS (p99s in ms)")
     if text in presets():
         return preset(text)
     found = dict(re.findall(r"(ttft|tpot)\s*=\s*([0-9.]+)", text))
@@ -67,8 +71,8 @@ def parse(text: str) -> Target:
         target = Target(float(found["ttft"]), float(found["tpot"]))
     except ValueError:
         raise TargetError(f"--slo {text!r}: the values must be numbers of ms") from None
-    if target.ttft_ms <= 0 or target.tpot_ms <= 0:
-        raise TargetError(f"--slo {text!r}: the targets must be positive numbers of ms")
+    if not (0 < target.ttft_ms < math.inf and 0 < target.tpot_ms < math.inf):  # 400 nines read as inf
+        raise TargetError(f"--slo {text!r}: the targets must be positive, finite numbers of ms")
     return target
 
 
@@ -97,7 +101,16 @@ SWEEP_METRICS: dict[str, MetricDef] = {
                                " the latency target (0: none did; then on the lowest level's row)"),
     "slo_output_tokens_per_s": MetricDef("tokens/s", "higher", "output tokens/s at that highest load"),
     "slo_usd_per_1M_output_tokens": MetricDef("USD/1M output tokens", "lower", "cost per 1M output tokens at that"
-                                              " highest load, at the run's hourly price"),
+                                              " highest load, at the run's hourly price", role=COST_ROLE),
+}
+
+# The highest load under the target found by search (loadgen/search.py), on its result
+SEARCH_METRICS: dict[str, MetricDef] = {
+    "slo_max_rate": MetricDef("requests/s", "higher", "the highest arrival rate whose p99 TTFT and TPOT met the latency"
+                              " target, found by search (0: none did); the result's other figures are that load's"),
+    "slo_search_bracket_pct": MetricDef("%", "lower", "how far the lowest failing value lay above the answer: the"
+                                        " search's precision (within its tolerance when it converged)"),
+    "slo_search_probes": MetricDef("loads", None, "loads the search ran, the saturation one included"),
 }
 
 

@@ -11,6 +11,7 @@ from gpubench.params import number_problem  # NaN passes every comparison; infin
 
 Endpoint = Literal["completions", "chat"]
 ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
+COUNT_TOKENS = ("auto", "token_ids", "usage", "timings", "chunks")  # token_counts.py; auto: asked of the server
 
 
 # One client process streams this many users (or paces this many requests/s) with room to spare: at ~20 us of
@@ -18,7 +19,10 @@ ENDPOINT_PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 # latency (every chunk waits for the chunks the loop handles before it), not throughput.
 USERS_PER_PROCESS = 16
 RATE_PER_PROCESS = 250.0
-PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"  # sets the count where no spec field does (the serving studies)
+PROCESSES_VARIABLE = "GPUBENCH_CLIENT_PROCESSES"
+# An open loop's arrivals span (requests - 1) / rate seconds. Bounded as --repeats is: a day is far past any study's
+# load, and a slower schedule is a typo that would hold the server (and a rented GPU's bill) open for ever.
+MAX_SCHEDULE_S = 24 * 3600  # sets the count where no spec field does (the serving studies)
 
 
 class LoadSpecError(ValueError):
@@ -55,9 +59,11 @@ class LoadSpec:
     prefix_tokens: int = 0
     prompts: tuple[str, ...] = ()  # fixed prompts, cycled; empty: random-token prompts
     ignore_eos: bool = False  # vLLM's extension: generate exactly output_tokens
-    # vLLM's return_token_ids: each chunk names its tokens, so a chunk that carries several (the API server
-    # merges them when it falls behind the engine) counts as that many tokens arrived
-    token_ids: bool = False
+    # how a chunk's tokens are counted (token_counts.py): auto asks the server, once before the load, which way it
+    # honours; token_ids is vLLM's return_token_ids, usage its continuous_usage_stats, timings llama.cpp's
+    # timings_per_token; chunks counts a chunk as one token
+    count_tokens: str = "auto"
+    token_ids: bool = False  # count_tokens="token_ids", as the serving studies ask of their vLLM
     temperature: float = 0.0
     tokenizer: str | None = None  # a tokenizer folder: prompts as text of exact length, ids from its vocabulary
     # /v1/completions: send token-id lists, so the server skips tokenizing. Off, a prompt is text (as a real client's
@@ -82,8 +88,18 @@ class LoadSpec:
             raise LoadSpecError(f"requests must be at least 1 (got {self.requests})")
         if self.rate is not None and number_problem(self.rate, "positive", 0, min_open=True):
             raise LoadSpecError(f"rate must be a positive number of requests per second (got {self.rate})")
-        if not self.burstiness > 0:
-            raise LoadSpecError(f"burstiness must be a positive number (got {self.burstiness})")
+        if self.rate is not None and (span := (self.requests - 1) / self.rate) > MAX_SCHEDULE_S:
+            raise LoadSpecError(f"rate {self.rate:g} spreads {self.requests} requests over {span:.2g} s: at most"
+                                f" {MAX_SCHEDULE_S:,} s (a day) of arrivals; raise the rate or send fewer requests")
+        if problem := number_problem(self.burstiness, "a positive number", 0, min_open=True):
+            raise LoadSpecError(f"burstiness {problem} (got {self.burstiness})")
+        if self.count_tokens not in COUNT_TOKENS:
+            raise LoadSpecError(f"count_tokens {self.count_tokens!r}: use one of {', '.join(COUNT_TOKENS)}")
+        if self.token_ids:
+            if self.count_tokens not in ("auto", "token_ids"):
+                raise LoadSpecError(f"--token-ids and count_tokens {self.count_tokens} disagree: --token-ids is"
+                                    " --count-tokens token-ids; give one")
+            self.count_tokens = "token_ids"
         if self.processes is not None and self.processes < 1:
             raise LoadSpecError(f"processes must be at least 1 (got {self.processes})")
         if (env := os.environ.get(PROCESSES_VARIABLE)) and not (env.isdigit() and int(env) >= 1):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gpubench.catalog import CostBasis, WorkloadSpec
 from gpubench.loadgen.metrics import LOAD_METRICS
+from gpubench.loadgen.slo import SEARCH_METRICS, SLO_METRICS, SWEEP_METRICS
 from gpubench.loadgen.spec import LoadSpec
 from gpubench.workload import WorkloadDefinition
 
@@ -31,5 +32,6 @@ def _not_a_workload(*_args, **_kwargs):
 
 def definition(of: WorkloadSpec) -> WorkloadDefinition:
     """What the readers take from a workload module: its metrics and headline columns."""
-    return WorkloadDefinition(spec=of, config=LoadSpec, smoke={}, metrics=dict(LOAD_METRICS),
+    return WorkloadDefinition(spec=of, config=LoadSpec, smoke={},
+                              metrics={**LOAD_METRICS, **SLO_METRICS, **SWEEP_METRICS, **SEARCH_METRICS},
                               run_setup=_not_a_workload, setups=dict.fromkeys(of.setups), headline=HEADLINE)

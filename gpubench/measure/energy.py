@@ -11,16 +11,31 @@ part's seconds. No reading of either kind (a CPU run, NVML absent): no figure, a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from gpubench.schema import ENERGY_PER_UNIT_ROLE, ENERGY_ROLE
 from gpubench.workload import MetricDef
+
+if TYPE_CHECKING:
+    from gpubench.catalog import CostBasis
 
 COUNTER, INTEGRAL = "NVML total-energy counter", "integral of sampled power"
 
 METRICS = {
-    "energy_j": MetricDef("J", "lower", "GPU energy over the timed part, summed over the GPUs the setup used"),
-    "avg_power_w": MetricDef("W", None, "energy_j over the timed part's seconds: the GPUs' average draw together"),
+    "energy_j": MetricDef("J", "lower", "GPU energy over the timed part, summed over the GPUs the setup used",
+                          role=ENERGY_ROLE),
+    "avg_power_w": MetricDef("W", None, "energy_j over the timed part's seconds: the GPUs' average draw together",
+                             role=ENERGY_ROLE),
 }
 PER_UNIT_PREFIX = "j_per_"  # the runner's joules per unit of the study's energy basis (gpubench/catalog.py)
+
+
+def per_unit_definitions(basis: CostBasis | None) -> dict[str, MetricDef]:
+    """The joules-per-unit metric the runner makes of an energy basis (j_per_image), declared."""
+    if basis is None:
+        return {}
+    return {f"{PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": MetricDef(
+        f"J/{basis.unit}", "lower", f"GPU joules per {basis.unit} over the timed part", role=ENERGY_PER_UNIT_ROLE)}
 
 
 @dataclass

@@ -1,14 +1,15 @@
 """The one NVML helper: the GPUs this process may use, and what each reports at one moment.
 
-Both the harness's utilisation sampler (gpubench/run/utilisation.py) and the peak-memory sampler
-(gpu_memory.py) read the GPUs through this, so a GPU is found, read and named the same way in every figure.
+The harness's one NVML sampler (gpubench/run/utilisation.py, a thread per worker process) reads the GPUs through
+this; the utilisation, the energy (energy.py) and NVML's peak memory (gpu_memory.py) are figures of its readings, so a
+GPU is found, read and named the same way in every figure.
 
 Per reading: the busy share (NVML's utilization.gpu: the share of its sample period with a kernel running), the
 memory controller's busy share (utilization.memory), the SM clock over its maximum, the power draw over the
-enforced limit, the clock-event ("throttle") reasons, and for energy: the total-energy counter (mJ since the
-driver loaded; Volta and later) and the instantaneous power (NVML_FI_DEV_POWER_INSTANT, mW). The averaged
-power (nvmlDeviceGetPowerUsage) lags a change by about a second (docs/architecture.md, "Energy"): it serves the
-power share and, only where the instantaneous field is missing, the power integral.
+enforced limit, the clock-event ("throttle") reasons, the device-wide used memory, and for energy: the total-energy
+counter (mJ since the driver loaded; Volta and later) and the instantaneous power (NVML_FI_DEV_POWER_INSTANT, mW).
+The averaged power (nvmlDeviceGetPowerUsage) lags a change by about a second (docs/architecture.md, "Energy"): it
+serves the power share and, only where the instantaneous field is missing, the power integral.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class GpuReading:
     energy_mj: int | None = None  # the total-energy counter
     power_w: float | None = None  # instantaneous power, else the averaged reading (power_source says which)
     power_source: str | None = None  # "instant" or "average"
+    memory_used_bytes: int | None = None  # device-wide (nvmlDeviceGetMemoryInfo.used)
 
     @property
     def throttled(self) -> bool:
@@ -48,7 +50,7 @@ class GpuReading:
 
 def gpu_reading(raw: dict) -> GpuReading:
     """NVML's raw answers (utilization.gpu/.memory in %, clocks in MHz, power in mW, the reasons mask, the energy
-    counter in mJ, the instantaneous power in mW) as a reading."""
+    counter in mJ, the instantaneous power in mW, the used memory in bytes) as a reading."""
     def share(value, top):
         return 100.0 * value / top if value is not None and top else None
 
@@ -60,7 +62,8 @@ def gpu_reading(raw: dict) -> GpuReading:
                       reasons=int(raw.get("reasons") or 0),
                       energy_mj=None if raw.get("energy_mj") is None else int(raw["energy_mj"]),
                       power_w=None if power_mw is None else power_mw / 1000.0,
-                      power_source=None if power_mw is None else source)
+                      power_source=None if power_mw is None else source,
+                      memory_used_bytes=None if raw.get("memory_used") is None else int(raw["memory_used"]))
 
 
 def reason_names(mask: int) -> list[str]:
@@ -127,12 +130,9 @@ class Nvml:
                 "power_mw": _try(nv.nvmlDeviceGetPowerUsage, handle),
                 "power_instant_mw": self._power_instant_mw(handle),
                 "energy_mj": _try(nv.nvmlDeviceGetTotalEnergyConsumption, handle),
+                "memory_used": getattr(_try(nv.nvmlDeviceGetMemoryInfo, handle), "used", None),
                 "reasons": _try(self._reasons, handle), **static}))
         return out
-
-    def memory_used_bytes(self, index: int = 0) -> int:
-        """Device-wide used memory of a visible GPU (index 0: the one the frameworks use by default)."""
-        return self.nv.nvmlDeviceGetMemoryInfo(self.handles[index]).used
 
     def close(self) -> None:
         _try(self.nv.nvmlShutdown)

@@ -16,8 +16,9 @@ Parts of other shapes:
   where each step is waited for anyway (DDP steps, decoder calls);
 - `mark()` and `intervals_ms()`: timestamps queued on the device and not waited for (CUDA events on a GPU), so
   per-step times cost no wait per step; the part's own seconds are still wall time to the final wait;
-- `device=None`: nothing to wait for: host work, or an engine that returns only when its work is done
-  (CTranslate2);
+- `device=None`: nothing to wait for: host work;
+- `engine`: whose work the waits are for: torch's (the default), or an engine with CUDA streams of its own
+  ("ctranslate2"), waited for through the CUDA driver (measure/device.py);
 - `ctx=None`: no phase mark, for a part inside a phase its caller reports itself (per-iteration progress);
 - `cold=True`: no wait on entering, for the device's first use: a wait would itself start the device (create
   the CUDA context) before the clock, which is what such a part times.
@@ -27,16 +28,18 @@ from __future__ import annotations
 
 import time
 
-from gpubench.measure.device import on_gpu, synchronize
+from gpubench.measure.device import ENGINES, TORCH, on_gpu, synchronize
 
 
 class Timed:
     def __init__(self, ctx, device: str | None, *, min_count: int = 1, min_seconds: float = 0.0,
                  phase: str = "timed", total: int | None = None, message: str | None = None, cold: bool = False,
-                 clock=time.perf_counter):
+                 engine: str = TORCH, clock=time.perf_counter):
         if min_count < 0 or min_seconds < 0:
             raise ValueError(f"min_count {min_count} and min_seconds {min_seconds} must not be negative")
-        self.ctx, self.device, self.phase = ctx, device, phase
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        self.ctx, self.device, self.phase, self.engine = ctx, device, phase, engine
         self.min_count, self.min_seconds = min_count, min_seconds
         self.total, self.message, self.cold, self.clock = total, message, cold, clock
         self.on_gpu = device is not None and on_gpu(device)
@@ -71,7 +74,7 @@ class Timed:
 
     def mark(self) -> None:
         """A timestamp at this point of the device's queue, not waited for; `intervals_ms` reads them."""
-        if self.on_gpu:
+        if self.on_gpu and self.engine == TORCH:
             import torch
 
             event = torch.cuda.Event(enable_timing=True)
@@ -85,13 +88,13 @@ class Timed:
         if self.seconds is None:
             raise RuntimeError("intervals_ms() is read after the timed part, once the device has reached its marks")
         pairs = zip(self._marks, self._marks[1:], strict=False)
-        if self.on_gpu:
+        if self.on_gpu and self.engine == TORCH:
             return [a.elapsed_time(b) for a, b in pairs]
         return [(b - a) * 1000 for a, b in pairs]
 
     def _wait(self) -> None:
         if self.device is not None:
-            synchronize(self.device)
+            synchronize(self.device, self.engine)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:

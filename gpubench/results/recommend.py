@@ -5,7 +5,7 @@ among the serving load levels whose p99 TTFT and TPOT met the target), its repea
 is the catalog's cost basis (gpubench/catalog.py) of the headline's median at the GPU's price: current prices when
 given (the Runcrate API's /instances/types), else the price its latest run was costed at. The spread is the headline's
 min-max over repeats, as cost. Two GPUs tie ("within noise") by compare.py's rule, max(5%, 2 x CV); a GPU with one
-repeat has no spread to judge by and is not ranked ("too few runs to rank"). Energy per unit is the `j_per_*` metric
+repeat has no spread to judge by and is not ranked ("too few runs to rank"). Energy per unit is the metric of that role
 the runner adds where the GPU had an energy source; "-" where it has none. The verdict is what bounded that setup.
 """
 
@@ -20,9 +20,7 @@ from gpubench.registry import UnknownName
 from gpubench.results import compare, report, verdict
 from gpubench.results.stored_runs import StoredRun
 from gpubench.results.summary import fmt
-from gpubench.schema import MetricSummary, summarize
-
-ENERGY_PREFIX = "j_per_"  # the runner's joules per unit (gpubench/measure/energy.py)
+from gpubench.schema import ENERGY_PER_UNIT_ROLE, MetricSummary, summarize
 
 
 class RecommendError(ValueError):
@@ -99,12 +97,17 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     smoke = not full
     mine = full or mine
     basis = spec.cost
+    given = metric
     metric = metric or (basis.metric if basis else None)
     if metric is None:
         raise RecommendError(f"{spec.name} has no cost basis: give --metric")
     reported = sorted({name for run in mine for r in run.results for name in r.metrics})
+    if not reported:
+        raise RecommendError(f"no result of the {len(mine)} {spec.name} run{'s' * (len(mine) != 1)} has a metric to"
+                             " rank on: each failed, or its line was unreadable (named above)")
     if metric not in reported:
-        raise RecommendError(f"--metric {metric}: not in the {spec.name} runs; valid: {', '.join(reported)}")
+        said = f"--metric {metric}" if given else f"{metric} ({spec.name}'s cost basis; give --metric)"
+        raise RecommendError(f"{said}: not in the {spec.name} runs; valid: {', '.join(reported)}")
     if target is not None and "ttft_ms_p99" not in reported:
         raise RecommendError(f"--slo: {spec.name} is not a serving study (no ttft_ms_p99 in its runs)")
     better = next((r.metrics[metric].better for run in mine for r in run.results if metric in r.metrics
@@ -113,19 +116,23 @@ def recommend(spec: WorkloadSpec, runs: list[StoredRun], metric: str | None = No
     groups: dict[tuple[str, str], list[StoredRun]] = {}
     for run in mine:
         groups.setdefault((run.gpu, variant[id(run)]), []).append(run)
-    choices, missed = [], []
+    choices, missed, unmeasured = [], [], []
     for (gpu, config), group in sorted(groups.items()):
         label = f"{gpu} ({config})" if config else gpu
         choice = _best_setup(spec, label, group, metric, better, target, current_prices)
         if choice is not None:
             choices.append(choice)
-        elif target is not None:
+        elif target is not None and _best_setup(spec, label, group, metric, better, None, current_prices):
             missed.append(label)
+        else:
+            unmeasured.append(label)
     prices = prices_said or "prices as stored with the runs"
     answer = Answer(spec, metric, basis.unit if basis else "", choices, prices, target, smoke, better)
     _rank(answer)
     if missed:
         answer.notes.append(f"no load level met the latency target on: {', '.join(missed)}")
+    if unmeasured:  # every result failed, or was skipped as unreadable: named, never silently left out
+        answer.notes.append(f"not ranked, no ok result with {metric}: {', '.join(unmeasured)}")
     if smoke:
         answer.notes.append(f"only --smoke runs of {spec.name}: they test the code path at a tiny size;"
                             " not a benchmark")
@@ -160,10 +167,10 @@ def _best_setup(spec: WorkloadSpec, label: str, runs: list[StoredRun], metric: s
         choice = Choice(gpu=label, setup=setup, headline=headline, price=price, price_source=source,
                         verdict=verdict.per_setup(rows).get(setup, ""))
         _cost(spec, choice, metric)
-        energy = [(name, r.metrics[name]) for r in rows for name in r.metrics if name.startswith(ENERGY_PREFIX)]
+        energy = [(name, m) for r in rows for name, m in r.metrics.items() if m.role == ENERGY_PER_UNIT_ROLE]
         if energy:
             choice.energy = summarize(energy[0][1].unit, [m.value for name, m in energy if name == energy[0][0]])
-            choice.energy_unit = energy[0][1].unit or "J/" + energy[0][0].removeprefix(ENERGY_PREFIX).replace("_", " ")
+            choice.energy_unit = energy[0][1].unit
         candidates.append(choice)
     if not candidates:
         return None
@@ -240,15 +247,20 @@ def table(answer: Answer) -> tuple[list[str], list[list[str]]]:
 
 
 def headline(answer: Answer) -> str:
-    """One line: cheapest per unit; fastest; least energy."""
-    def name(c: Choice | None, what: str) -> str:
-        return f"{what}: {c.gpu} ({c.setup})" if c else f"{what}: -"
+    """One line, each GPU named with the figure it is named for: cheapest per unit; fastest; least energy."""
+    def name(c: Choice | None, what: str, figure: str = "") -> str:
+        return f"{what}: {c.gpu} ({c.setup})" + (f" at {figure}" if figure else "") if c else f"{what}: -"
+
+    def rate(c: Choice | None) -> str:
+        return f"{fmt(c.headline.median)} {c.headline.unit}".rstrip() if c else ""
 
     cheapest = answer.cheapest()
     tied = [c.gpu for c in answer.ranked if cheapest and c.rank == cheapest.rank and c is not cheapest]
     costed = cheapest is None or cheapest.cost is not None
-    first = name(cheapest, "cheapest per unit" if answer.on_cost and costed else
-                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"))
+    on_cost = answer.on_cost and costed
+    first = name(cheapest, "cheapest per unit" if on_cost else
+                 f"best {answer.metric}" + ("" if costed or not answer.on_cost else " (no price to cost it)"),
+                 f"${fmt(cheapest.cost)} per {answer.unit}" if on_cost and cheapest else rate(cheapest))
     if tied:
         first += f", within noise of {', '.join(tied)}"
     if cheapest is None and answer.choices:
@@ -257,7 +269,20 @@ def headline(answer: Answer) -> str:
         why = (f"{every} one repeat: no spread to rank by" if few == len(answer.choices)
                else f"{few} of {len(answer.choices)} GPU series have one repeat, the rest no price")
         first = f"{first.split(':')[0]}: none ranked ({why})"
-    return "; ".join([first, name(answer.fastest(), "fastest"), name(answer.least_energy(), "least energy")])
+    least = answer.least_energy()
+    energy = f"{fmt(least.energy.median)} {least.energy_unit}" if least else ""
+    line = "; ".join([first, name(answer.fastest(), "fastest", rate(answer.fastest())),
+                      name(least, "least energy", energy)])
+    return f"--smoke runs only, not a benchmark: {line}" if answer.smoke else line
+
+
+def decide(spec: WorkloadSpec, runs: list[StoredRun]) -> str:
+    """The one line for a study's stored runs at their stored prices (site and report show it); "" where there is
+    nothing to rank (no cost basis and no --metric, no runs of it)."""
+    try:
+        return headline(recommend(spec, runs))
+    except RecommendError:
+        return ""
 
 
 def markdown(answer: Answer) -> str:

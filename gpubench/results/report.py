@@ -11,7 +11,11 @@ noise is never shown as a win: the noise rule is compare.py's.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpubench import pricing, reference
 from gpubench.catalog import WorkloadSpec
@@ -20,8 +24,8 @@ from gpubench.measure import flops
 from gpubench.registry import UnknownName
 from gpubench.results import compare, studies, verdict
 from gpubench.results.stored_runs import StoredRun
-from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics
-from gpubench.schema import MetricSummary, SetupResult, summarize
+from gpubench.results.summary import cell, energy_per_setup, fmt, headline_metrics, roles
+from gpubench.schema import COST_ROLE, MetricRole, MetricSummary, SetupResult, summarize
 from gpubench.workload import WorkloadDefinition
 
 SCALING_METRICS = ("tokens_per_s", "scaling_efficiency_pct")  # drawn against GPU count (ddp-scaling)
@@ -62,7 +66,9 @@ class WorkloadReport:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
     better: dict[str, str | None] = field(default_factory=dict)  # metric -> "higher"/"lower", as results carry it
+    roles: dict[str, MetricRole | None] = field(default_factory=dict)  # metric -> its role, as results carry it
     targets: list[slo.Target] = field(default_factory=list)  # the latency targets its serving runs were judged at
+    decision: str = ""  # which GPU, with its figures: recommend's line at the stored prices (build fills it)
 
     def published(self, row: Row, metric: str) -> reference.Published | None:
         return reference.published_for(self.spec.name, row.gpu, row.setup, metric)
@@ -80,7 +86,17 @@ def build(runs: list[StoredRun]) -> list[WorkloadReport]:
         except UnknownName as exc:
             raise ValueError(f"{run.path}: {exc}") from None
         by_workload.setdefault(run.workload, []).append(run)
-    return [workload_report(studies.spec_of(name, group), group) for name, group in by_workload.items()]
+    from gpubench.results import recommend  # it ranks with this module's config labels
+
+    reports = []
+    for name, group in by_workload.items():
+        spec = studies.spec_of(name, group)
+        reports.append(workload_report(spec, group))
+        reports[-1].decision = recommend.decide(spec, group)
+    return reports
+
+
+DECISION = "Which GPU (gpubench recommend, stored prices)"
 
 
 def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
@@ -104,11 +120,12 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                               order.get(kv[0][4], 99))):
         gpu, config, price, smoke, setup = key
         source = [run for run in runs if series[id(run)] == key[:4] and setup in run.started.setups]
-        ok = [_with_peak(run, _costed(spec, run, result)) for run, result in items if result.status == "ok"]
+        ok = [_with_peak(run, _costed(workload, run, result)) for run, result in items if result.status == "ok"]
         metrics = {}
         for name in dict.fromkeys(k for r in ok for k in r.metrics):
             values = [r.metrics[name].value for r in ok if name in r.metrics]
-            metrics[name] = summarize(next(r.metrics[name].unit for r in ok if name in r.metrics), values)
+            first = next(r.metrics[name] for r in ok if name in r.metrics)
+            metrics[name] = summarize(first.unit, values, first.role)
         dtypes = [_compute_dtype(run, result) for run, result in items if result.status == "ok"]
         if len(prices[(gpu, config)]) > 1:
             config = ", ".join(filter(None, [config, f"${price:g}/h" if price else "no price"]))
@@ -119,28 +136,64 @@ def workload_report(spec: WorkloadSpec, runs: list[StoredRun],
                                                    if result.status != "ok" and result.error)),
                         verdict=verdict.per_setup([result for _, result in items]).get(setup, ""),
                         energy=energy_per_setup([result for _, result in items]).get(setup, "")))
-    reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
+    reported = roles(row.metrics for row in rows)
     columns = [m for m in headline_metrics(workload, reported) if m not in (flops.METRIC, flops.PEAK_METRIC)]
     better = {name: m.better for run in runs for r in run.results for name, m in r.metrics.items()}
     targets = list(dict.fromkeys(t for run in runs if (t := slo.of_config(run.started.config))))
-    return WorkloadReport(spec=spec, workload=workload, columns=columns, rows=rows, better=better, targets=targets)
+    return WorkloadReport(spec=spec, workload=workload, columns=columns, rows=rows, better=better, roles=reported,
+                          targets=targets)
 
 
 def config_variants(runs: list[StoredRun]) -> dict[int, str]:
-    """Each run's config fields that differ between the runs ("steps=20"), so runs of different configs are
-    never pooled as repeats of one measurement; "" for every run when their configs agree."""
-    configs = [run.started.config for run in runs]
+    """Each run's config fields that set it apart from the other runs ("steps=20"), so runs of different configs are
+    never pooled as repeats of one measurement; "" for every run when their configs agree. A field at its default
+    (the study's, or its smoke size for a smoke run) or None (a run made before the field was) names nothing: a
+    series is named by what it set differently, not by every field some run left as it was."""
+    configs = [_set_apart(run) for run in runs]
     varying = sorted({key for config in configs for key in config
                       if any(other.get(key) != config.get(key) for other in configs)})
-    return {id(run): ", ".join(f"{key}={run.started.config.get(key)}" for key in varying) for run in runs}
+    return {id(run): ", ".join(f"{key}={config[key]}" for key in varying if key in config)
+            for run, config in zip(runs, configs, strict=True)}
 
 
-def _costed(spec: WorkloadSpec, run: StoredRun, result: SetupResult) -> SetupResult:
-    """A result with its cost per unit at its own run's price, when the run recorded one and no cost yet."""
+def _set_apart(run: StoredRun) -> dict[str, Any]:
+    """The run's config fields that are neither None nor the default."""
+    defaults = config_defaults(run.workload, run.started.smoke)
+    return {key: value for key, value in run.started.config.items()
+            if value is not None and (key not in defaults or _as_stored(value) != defaults[key])}
+
+
+@functools.cache
+def config_defaults(workload: str, smoke: bool) -> dict[str, Any]:
+    """A workload's config defaults as a run stores them (JSON values), its smoke size on top for a smoke run; {}
+    for a workload this version does not know (its runs are named by every field that differs)."""
+    try:
+        definition = studies.definition_of(studies.spec_of(workload))
+        fields = dataclasses.fields(definition.config)
+    except (UnknownName, TypeError):
+        return {}
+    defaults = {}
+    for f in fields:
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    if smoke:
+        defaults.update(definition.smoke)
+    return {name: _as_stored(value) for name, value in defaults.items()}
+
+
+def _as_stored(value: Any) -> Any:
+    """A value as a run's JSON config holds it (a tuple is a list there)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _costed(workload: WorkloadDefinition, run: StoredRun, result: SetupResult) -> SetupResult:
+    """A result with its costs at its own run's price, when the run recorded one and no cost yet."""
     price = run.price_usd_per_hour
-    if price and not any(pricing.is_cost(name) for name in result.metrics):
+    if price and not any(m.role == COST_ROLE for m in result.metrics.values()):
         result = result.model_copy(deep=True)
-        result.metrics.update(pricing.cost_metrics(spec.cost, result.metrics, price))
+        result.metrics.update(pricing.cost_metrics(workload.spec.cost, result.metrics, price, workload.metrics))
     return result
 
 
@@ -359,4 +412,6 @@ def markdown(reports: list[WorkloadReport]) -> str:
         standing = standing_lines(report)
         if standing:
             out += [*standing, ""]
+        if report.decision:
+            out += [f"{DECISION}: {report.decision}", ""]
     return "\n".join(out)

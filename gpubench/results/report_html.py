@@ -15,9 +15,9 @@ import html
 import io
 import re
 
-from gpubench import pricing
-from gpubench.measure import energy, flops
+from gpubench.measure import flops
 from gpubench.results.report import (
+    DECISION,
     SMOKE_NOTE,
     Row,
     WorkloadReport,
@@ -27,6 +27,7 @@ from gpubench.results.report import (
     table,
     target_line,
 )
+from gpubench.results.summary import BESIDE_HEADLINE
 
 SERVING_X, SERVING_Y = "per_user_tokens_per_s", "output_tokens_per_s"
 LOAD_LEVEL = re.compile(r"-?[cu]\d+$")  # c64, bf16-c64, ollama-q4km-u16: one line per server mode
@@ -92,6 +93,8 @@ def _table_html(report: WorkloadReport) -> str:
         out.append(f"<p>{html.escape(standing[0])}</p><ul>")
         out += [f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in standing[1:]]
         out.append("</ul>")
+    if report.decision:
+        out.append(f"<p class='decide'><b>{html.escape(DECISION)}:</b> {html.escape(report.decision)}</p>")
     return "\n".join(out)
 
 
@@ -104,7 +107,7 @@ def plots(report: WorkloadReport) -> list[tuple[str, str | None]]:
     images = []
     spec = report.spec
     wanted = [spec.cost.metric] if spec.cost else []
-    wanted += [m for m in report.columns if pricing.is_cost(m) or m.startswith(energy.PER_UNIT_PREFIX) or "peak" in m]
+    wanted += [m for m in report.columns if report.roles.get(m) in BESIDE_HEADLINE]
     for metric in dict.fromkeys(wanted):
         if any(metric in row.metrics for row in report.rows):
             images.append((f"{spec.name}: {metric}", _bars(report, metric)))

@@ -28,15 +28,14 @@ from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
-from gpubench import pricing
-from gpubench.measure import energy
 from gpubench.registry import UnknownName
 from gpubench.results import compare, report, stored_runs, studies
 from gpubench.results.summary import fmt
-from gpubench.schema import to_line
+from gpubench.schema import COST_ROLE, ENERGY_PER_UNIT_ROLE, PEAK_MEMORY_ROLE, VALUE_ROLE, to_line
 from gpubench.stores import RECORDS_FILE
 
-SITE_VERSION = "2"  # a site built by another version is rebuilt whole (2: the index says what was compared)
+SITE_VERSION = "3"  # a site built by another version is rebuilt whole (3: figures beside the GPUs, series labels
+# without default fields, single-run changes folded)
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.json"
 FLAGGED = ("worse", "better", compare.NO_SPREAD)
@@ -61,6 +60,7 @@ class Built:
     read: list[str] = field(default_factory=list)  # the source keys whose records were read
     rendered: list[str] = field(default_factory=list)  # the pages written
     plots: list[str] = field(default_factory=list)  # the plots drawn
+    runs: list[stored_runs.StoredRun] = field(default_factory=list)  # the runs read (stored_runs.skipped_lines)
 
 
 def build(sources: list[str], out: Path) -> Built:
@@ -81,6 +81,7 @@ def build(sources: list[str], out: Path) -> Built:
         folder = listing[key].fetch()
         run = stored_runs.load(folder)
         built.read.append(key)
+        built.runs.append(run)
         try:
             studies.spec_of(run.workload)
         except UnknownName as exc:
@@ -325,7 +326,9 @@ class StudyPage:
         if any(row.smoke for row in table.rows):
             parts.append(f"<p class='smoke'>{html.escape(report.SMOKE_NOTE)}</p>")
         parts += [f"<p>{html.escape(line)}</p>" for line in report.standing_lines(table)]
-        decision = decide(spec, self.runs)
+        from gpubench.results import recommend
+
+        decision = recommend.decide(spec, self.runs)
         if decision:
             parts.append(f"<p class='decide'>Which GPU (gpubench recommend, stored prices): {html.escape(decision)}"
                          "</p>")
@@ -360,10 +363,16 @@ class StudyPage:
                         c.verdict]
                        for s in series for r, found in s.changes for c in found]
         change_rows.sort(key=lambda cells: cells[0], reverse=True)
-        if change_rows:
-            parts.append(_table(["when", "series", "run", "setup", "metric", "before", "after", "after/before",
-                                 f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"], change_rows, flag=8))
-        else:
+        header = ["when", "series", "run", "setup", "metric", "before", "after", "after/before",
+                  f"verdict (noise: max({compare.NOISE_FLOOR:.0%}, 2 CV))"]
+        judged = [cells for cells in change_rows if cells[8] != compare.NO_SPREAD]
+        unjudged = [cells for cells in change_rows if cells[8] == compare.NO_SPREAD]
+        if judged:
+            parts.append(_table(header, judged, flag=8))
+        if unjudged:  # folded: a wall of them would hide the changes that are beyond noise
+            parts.append(f"<details><summary>{html.escape(single_runs_line(len(unjudged)))}</summary>"
+                         f"{_table(header, unjudged, flag=8)}</details>")
+        if not change_rows:
             parts.append(f"<p>{html.escape(nothing_changed(series))}</p>")
         parts.append("<h2>Runs</h2>")
         run_rows = []
@@ -393,14 +402,10 @@ class StudyPage:
         return "\n".join(parts), plots, summary
 
 
-def decide(spec, runs: list[stored_runs.StoredRun]) -> str:
-    """recommend's one line for the study (cheapest per unit; fastest; least energy), at the stored prices."""
-    from gpubench.results import recommend
-
-    try:
-        return recommend.headline(recommend.recommend(spec, runs))
-    except recommend.RecommendError:  # no cost basis, or no runs of a kind it can rank
-        return ""
+def single_runs_line(count: int) -> str:
+    """The one line the changes with no verdict fold into (they open below it)."""
+    return (f"{count} change{'s' * (count != 1)} between single runs: {compare.NO_SPREAD.split(' (')[0]} (one repeat"
+            " on a side, no spread to judge by; open to list them)")
 
 
 def nothing_changed(series: list[Series]) -> str:
@@ -428,10 +433,13 @@ def latest_change(s: dict) -> tuple[str, str]:
     return ", ".join(flags) or "within noise", state
 
 
+NOT_HISTORY = (COST_ROLE, VALUE_ROLE, ENERGY_PER_UNIT_ROLE, PEAK_MEMORY_ROLE)  # roles not drawn over time
+
+
 def history_metrics(table: report.WorkloadReport) -> list[str]:
-    """The headline metrics drawn over time: the table's first four measured ones (not cost, memory or peak)."""
-    return [m for m in table.columns
-            if not (pricing.is_cost_or_value(m) or m.startswith(energy.PER_UNIT_PREFIX) or "peak" in m)][:4]
+    """The headline metrics drawn over time: the table's first four measured ones (by their role, not a cost, value,
+    energy per unit or peak memory)."""
+    return [m for m in table.columns if table.roles.get(m) not in NOT_HISTORY][:4]
 
 
 def _points(run: stored_runs.StoredRun, metrics: list[str]) -> dict:
@@ -522,11 +530,11 @@ def _index(studies: dict[str, dict]) -> str:
     rows = []
     for name, s in sorted(studies.items()):
         said, state = latest_change(s)
-        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], str(s["runs"]),
-                     ", ".join(s["gpus"]), s["latest"],
-                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else ""),
-                     s["decide"] or "-"])
-    parts.append(_table(["study", "title", "runs", "GPUs", "latest run (UTC)", "latest runs against the run before",
-                         "which GPU: cheapest per unit; fastest; least energy (stored prices)"], rows, raw=(0, 5)))
+        # the decision beside the study's name, where it is read first; the bookkeeping after it
+        rows.append([f"<a href='{html.escape(name)}.html'>{html.escape(name)}</a>", s["title"], s["decide"] or "-",
+                     str(s["runs"]), ", ".join(s["gpus"]), s["latest"],
+                     f"<span class='{state}'>{html.escape(said)}</span>" + (" (smoke runs)" if s["smoke"] else "")])
+    parts.append(_table(["study", "title", "which GPU: cheapest per unit; fastest; least energy (stored prices)",
+                         "runs", "GPUs", "latest run (UTC)", "latest runs against the run before"], rows, raw=(0, 6)))
     parts.append("</body></html>")
     return "\n".join(parts)

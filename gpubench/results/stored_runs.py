@@ -1,7 +1,9 @@
 """Reading stored runs back: a run folder's results.jsonl as typed records, complete or not.
 
 A run that never wrote `run_finished` (killed, or still going) is `partial`: its result rows are
-still read and summarised, and every reader says so rather than dropping it.
+still read and summarised, and every reader says so rather than dropping it. A line that is no readable record
+(cut short, edited, a NaN) is skipped and kept in the run's `skipped`, with why; every reader (report, compare,
+site, recommend) says those lines with `skipped_lines`, so a GPU whose results were all skipped never just vanishes.
 """
 
 from __future__ import annotations
@@ -17,12 +19,23 @@ from gpubench.schema import (
     SetupSummary,
     parse_record,
     summarize_results,
+    unreadable,
 )
 from gpubench.stores import RECORDS_FILE
+
+SKIPPED_SHOWN = 10  # skipped lines named per run; the rest are counted
 
 
 class StoredRunError(ValueError):
     """A path that holds no readable run; str() is one line."""
+
+
+@dataclass
+class Skipped:
+    """A line of a stored run that was not read, and why."""
+
+    where: str  # "<file>:<line>"
+    why: str
 
 
 @dataclass
@@ -31,7 +44,7 @@ class StoredRun:
     started: RunStarted
     results: list[SetupResult] = field(default_factory=list)
     finished: RunFinished | None = None
-    damaged: list[str] = field(default_factory=list)  # "<file>:<line>" of lines that looked like records but are not
+    skipped: list[Skipped] = field(default_factory=list)  # lines that looked like records but are not
 
     @property
     def partial(self) -> bool:
@@ -43,7 +56,9 @@ class StoredRun:
 
     @property
     def price_usd_per_hour(self) -> float | None:
-        return self.started.environment.price_usd_per_hour
+        """The hourly price the run's costs use: the one place every reader takes it from (run_started's, 1.4; a
+        record before 1.4 kept it in its environment block, and reads the same: schema.upgraded)."""
+        return self.started.price_usd_per_hour
 
     @property
     def gpu(self) -> str:
@@ -121,7 +136,8 @@ def load(path: str | Path) -> StoredRun:
     path = Path(path)
     records_file = path / RECORDS_FILE if path.is_dir() else path
     try:
-        lines = records_file.read_text(encoding="utf-8").splitlines()
+        # utf-8-sig: a byte-order mark (an editor's, Windows tools') before the first record is no damage
+        lines = records_file.read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise StoredRunError(f"{path}: not a gpubench run ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -131,9 +147,9 @@ def load(path: str | Path) -> StoredRun:
 
 def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> StoredRun:
     """A run from its record lines, `path` being where it is said to live. Other lines are skipped: in a records
-    file every line is a record, so one that is not is damaged and named; elsewhere (a job's captured output) only
-    a line that looks like one (a JSON object) is."""
-    started, finished, results, damaged = None, None, {}, []
+    file every line is a record, so one that is not is damaged and kept in `skipped` with why; elsewhere (a job's
+    captured output) only a line that looks like one (a JSON object) is."""
+    started, finished, results, skipped, at = None, None, {}, [], {}
     only_records = Path(records_file).name == RECORDS_FILE
     for number, line in enumerate(lines, 1):
         try:
@@ -141,11 +157,16 @@ def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> S
         except ValueError as exc:  # another schema major version
             raise StoredRunError(f"{records_file}:{number}: {exc}") from None
         if record is None and line.strip() and (only_records or line.lstrip().startswith("{")):
-            damaged.append(f"{records_file}:{number}")
+            why = unreadable(line) if line.lstrip().startswith("{") else "not a JSON record"
+            skipped.append(Skipped(f"{records_file}:{number}", why))
         if isinstance(record, RunStarted):
             started = record
         elif isinstance(record, SetupResult):
-            results[(record.setup, record.repeat)] = record
+            key = (record.setup, record.repeat)
+            if key in results:  # written twice (a resumed copy, an edit): the later one is read, and that is said
+                why = f"{record.setup} repeat {record.repeat} is recorded again on line {number}, which is read"
+                skipped.append(Skipped(f"{records_file}:{at[key]}", why))
+            results[key], at[key] = record, number
         elif isinstance(record, Derived):
             row = results.get((record.setup, record.repeat))
             if row is not None:
@@ -154,4 +175,20 @@ def from_lines(path: Path, lines: list[str], records_file: Path | str = "") -> S
             finished = record
     if started is None:
         raise StoredRunError(f"{records_file}: no run_started record, so not a gpubench run")
-    return StoredRun(path=path, started=started, results=list(results.values()), finished=finished, damaged=damaged)
+    return StoredRun(path=path, started=started, results=list(results.values()), finished=finished, skipped=skipped)
+
+
+def skipped_lines(runs: list[StoredRun]) -> list[str]:
+    """What reading `runs` skipped, for every reader to say the same way: a count, then each line with why (the
+    first SKIPPED_SHOWN of a run, the rest counted); [] when nothing was."""
+    damaged = [run for run in runs if run.skipped]
+    if not damaged:
+        return []
+    total = sum(len(run.skipped) for run in damaged)
+    out = [f"skipped {total} line{'s' * (total != 1)} of {len(damaged)} stored run{'s' * (len(damaged) != 1)}"
+           " (the rest of each run is read):"]
+    for run in damaged:
+        out += [f"  {s.where}: {s.why}" for s in run.skipped[:SKIPPED_SHOWN]]
+        if len(run.skipped) > SKIPPED_SHOWN:
+            out.append(f"  ... and {len(run.skipped) - SKIPPED_SHOWN} more lines of {run.path}")
+    return out

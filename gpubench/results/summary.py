@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpubench import pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
-from gpubench.schema import MetricSummary, SetupSummary
+from gpubench.schema import (
+    COST_ROLE,
+    ENERGY_PER_UNIT_ROLE,
+    PEAK_MEMORY_ROLE,
+    MetricRole,
+    MetricSummary,
+    SetupSummary,
+)
 
 if TYPE_CHECKING:
     from gpubench.workload import WorkloadDefinition
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
 NOISY_CV = 0.05
 SMOKE_BANNER = "--smoke: these numbers test the code path at a tiny size; they are not a benchmark."
 NO_PRICE = "cost not computed: no --price (or GPUBENCH_PRICE_USD_PER_HOUR)"
+BESIDE_HEADLINE = (PEAK_MEMORY_ROLE, COST_ROLE, ENERGY_PER_UNIT_ROLE)  # the roles shown after the headline metrics
 
 
 @dataclass
@@ -32,17 +40,26 @@ class Column:
     unit: str
 
 
-def headline_metrics(workload: WorkloadDefinition | None, reported: list[str]) -> list[str]:
-    """Of the metrics reported: the workload's HEADLINE list, else its first four metrics (the first four reported
-    where no definition is at hand: the launcher imports no workload code); then memory and cost,
-    then how close to the machine it ran (achieved TFLOP/s, share of the datasheet peak)."""
+def headline_metrics(workload: WorkloadDefinition | None, reported: dict[str, MetricRole | None]) -> list[str]:
+    """Of the metrics reported (name -> role, as the records carry it): the workload's HEADLINE list, else its first
+    four metrics (the first four reported where no definition is at hand: the launcher imports no workload code);
+    then those whose role is peak memory, cost or energy per unit, then how close to the machine it ran (achieved
+    TFLOP/s, share of the datasheet peak)."""
     machine = [flops.METRIC, flops.PEAK_METRIC]
-    declared = list(workload.metrics) if workload is not None else reported
+    declared = list(workload.metrics) if workload is not None else list(reported)
     chosen = list((workload.headline if workload is not None else ()) or [m for m in declared if m in reported][:4])
-    chosen += [m for m in reported if ("peak" in m or pricing.is_cost(m) or m.startswith(energy.PER_UNIT_PREFIX))
-               and m not in chosen + machine]
+    chosen += [m for m, role in reported.items() if role in BESIDE_HEADLINE and m not in chosen + machine]
     chosen += [m for m in machine if m not in chosen]
     return [m for m in chosen if m in reported]
+
+
+def roles(metrics: Iterable[dict[str, MetricSummary]]) -> dict[str, MetricRole | None]:
+    """Each summarised metric's role (as its results carried it), in the order they are reported."""
+    found: dict[str, MetricRole | None] = {}
+    for summaries in metrics:
+        for name, m in summaries.items():
+            found[name] = found.get(name) or m.role
+    return found
 
 
 def speedups(spec: WorkloadSpec, summaries: list[SetupSummary]) -> dict[str, float]:
@@ -108,7 +125,7 @@ def table(spec: WorkloadSpec, workload: WorkloadDefinition | None, summaries: li
           energies: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
     """verdicts: what bounded each setup (gpubench/results/verdict.py), shown last when given; energies: where its
     energy came from (energy_per_setup), after it."""
-    metrics = headline_metrics(workload, list(dict.fromkeys(name for s in summaries for name in s.metrics)))
+    metrics = headline_metrics(workload, roles(s.metrics for s in summaries))
     units = {name: s.metrics[name].unit for s in summaries for name in s.metrics}
     gains = speedups(spec, summaries)
     header = ["setup", "status", "n", *[f"{m} ({units[m]})" for m in metrics]]
@@ -135,6 +152,42 @@ def markdown(header: list[str], rows: list[list[str]], notes: list[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join([*(f"> {note}" for note in notes), *([""] if notes else []), *lines]) + "\n"
+
+
+HEADER_FOLD = 20  # a header longer than this may fold onto a second line before its column takes more room
+PADDING = 3  # a column's padding and rule in the fitted table
+
+
+def fitted(header: list[str], rows: list[list[str]], notes: list[str], width: int) -> str:
+    """The table for a terminal `width` columns wide (as the live view fits its panel): as many columns as fit side
+    by side, the rest in blocks below, each block led by the first column (the setup); a cell wider than the
+    terminal folds. The notes come first, as in the markdown."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    def need(i: int) -> int:
+        return max([len(row[i]) for row in rows] + [min(len(header[i]), HEADER_FOLD)]) + PADDING
+
+    blocks, block = [], [0]
+    for i in range(1, len(header)):
+        if len(block) > 1 and sum(need(j) for j in block) + need(i) > width:
+            blocks.append(block)
+            block = [0]
+        block.append(i)
+    blocks.append(block)
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, highlight=False, emoji=False)
+    for note in notes:
+        console.print(f"> {note}", markup=False, highlight=False)
+    for block in blocks:
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for i in block:
+            table.add_column(header[i], overflow="fold")
+        for row in rows:
+            table.add_row(*[row[i] for i in block])
+        console.print(table)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
 
 
 def full_csv(summaries: list[SetupSummary]) -> str:

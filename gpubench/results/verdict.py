@@ -14,7 +14,12 @@ Rules, in order (thresholds and their reasons in data/verdict_thresholds.csv):
   storage-bound  a load at storage_bound_read to storage_above_read of a plain read of the same files (cold-start)
   gpu-bound      GPU busy >= gpu_bound_busy with its kernels below both roofs (small or latency-bound kernels)
   host-bound     GPU busy under host_bound_busy while the busiest host thread is saturated
-  undetermined   none of these: the basis says what the figures do show
+  gpu-and-host-bound  GPU busy from host_bound_busy to under gpu_bound_busy while the busiest host thread is at
+                 near_saturated_thread of a core or more: a GPU near full and a host thread near its limit, neither
+                 alone the bound; the basis names the thread's process and what would take work off it
+                 (data/process_roles.csv's relief)
+  undetermined   none of these: the basis says what the figures do show (a load read from the page cache, faster
+                 than the disk, says so)
 
 On a CPU (no GPU samples) the host is the device: compute-bound when the process keeps cpu_cores_busy of
 its cores busy, host-bound when one thread is saturated while over half the cores stay idle.
@@ -28,8 +33,10 @@ from gpubench.measure import flops
 from gpubench.schema import VerdictFacts
 from gpubench.verdict_thresholds import thresholds
 
-VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "client-bound", "throttled",
-            "undetermined")
+VERDICTS = ("compute-bound", "memory-bound", "storage-bound", "gpu-bound", "host-bound", "gpu-and-host-bound",
+            "client-bound", "throttled", "undetermined")
+# where no sampled process's thread is the busiest one: a workload's own Python thread, launching kernels
+DEFAULT_RELIEF = "fewer kernel launches or less Python per step (CUDA graphs, torch.compile, larger batches)"
 
 STORAGE_RATE, STORAGE_CEILING = "load_read_gbps", "raw_read_gbps"  # cold-start's load and plain read, GB/s
 
@@ -51,6 +58,9 @@ def judge(values: dict[str, float]) -> Verdict:
     t = thresholds()
     v = values.get
     samples = v("util_samples", 0)
+    if "util_samples" not in values:
+        return Verdict("undetermined", "not sampled: the result has no utilisation figures (GPUBENCH_UTILISATION=off,"
+                                       " or written before gpubench sampled them)", {})
     if samples < t["min_samples"]:
         return Verdict("undetermined", f"{samples:.0f} utilisation samples (fewer than {t['min_samples']:.0f})",
                        {"util_samples": samples})
@@ -90,6 +100,10 @@ def judge(values: dict[str, float]) -> Verdict:
         if t["storage_bound_read"] <= storage <= t["storage_above_read"]:
             return Verdict("storage-bound", f"load at {storage:.0f}% of a plain read of the same files (>= "
                                             f"{t['storage_bound_read']:.0f}%); {seen}", figures)
+        cached = (f"load at {storage:.0f}% of a plain cold read of the same files (> {t['storage_above_read']:.0f}%):"
+                  f" the page cache served it, so the disk did not bound it")
+    else:
+        cached = None
     if busy >= t["gpu_bound_busy"]:
         return Verdict("gpu-bound", f"GPU busy {busy:.0f}% (>= {t['gpu_bound_busy']:.0f}%) {_below_roofs(values, t)}; "
                                     f"{seen}", figures)
@@ -98,6 +112,17 @@ def judge(values: dict[str, float]) -> Verdict:
         return Verdict("host-bound", f"GPU busy {busy:.0f}% (< {t['host_bound_busy']:.0f}%) while the busiest host"
                                      f" thread{_whose(values, thread)} used {thread:.0f}% of a core (>="
                                      f" {t['saturated_thread']:.0f}%)", figures)
+    if busy >= t["host_bound_busy"] and thread is not None and thread >= t["near_saturated_thread"]:
+        figures.update({name: values[name] for name in _host_roles() if name in values})
+        return Verdict("gpu-and-host-bound",
+                       f"GPU busy {busy:.0f}% ({t['host_bound_busy']:.0f}-{t['gpu_bound_busy']:.0f}%: near full) with"
+                       f" the busiest host thread{_whose(values, thread)} at {thread:.0f}% of a core (>="
+                       f" {t['near_saturated_thread']:.0f}%: near its limit): neither alone is the bound; what would"
+                       f" move it: {_relief(values, thread)}, then a faster GPU; {seen}", figures)
+    if cached:
+        return Verdict("undetermined", f"{cached}; neither the GPU nor one host thread was saturated either: what bound"
+                                       f" it (memory copies, the transfer to the GPU) is outside the sampled figures;"
+                                       f" {seen}", figures)
     return Verdict("undetermined", f"no rule met: {seen}", figures)
 
 
@@ -144,13 +169,31 @@ def _host_roles() -> dict[str, str]:
     return {f"{role}_thread_pct": label for role, label in ROLE_LABELS.items()}
 
 
+def _busiest_role(values: dict[str, float], thread: float) -> str | None:
+    """The sampled role whose busiest thread is the host's busiest (within 5 points), if one is."""
+    from gpubench.process_roles import ROLE_LABELS
+
+    shares = {role: values[f"{role}_thread_pct"] for role in ROLE_LABELS if f"{role}_thread_pct" in values}
+    if not shares:
+        return None
+    role, share = max(shares.items(), key=lambda item: item[1])
+    return role if share >= thread - 5 else None
+
+
 def _whose(values: dict[str, float], thread: float) -> str:
     """' (vLLM's engine core)' when a sampled role's busiest thread is the host's busiest (within 5 points)."""
-    shares = {label: values[name] for name, label in _host_roles().items() if name in values}
-    if not shares:
-        return ""
-    label, share = max(shares.items(), key=lambda item: item[1])
-    return f" ({label})" if share >= thread - 5 else ""
+    from gpubench.process_roles import ROLE_LABELS
+
+    role = _busiest_role(values, thread)
+    return f" ({ROLE_LABELS[role]})" if role else ""
+
+
+def _relief(values: dict[str, float], thread: float) -> str:
+    """What would take work off the busiest host thread: its process's relief (data/process_roles.csv)."""
+    from gpubench.process_roles import ROLE_RELIEF
+
+    role = _busiest_role(values, thread)
+    return ROLE_RELIEF[role] if role else DEFAULT_RELIEF
 
 
 def _storage_share(values: dict[str, float]) -> float | None:

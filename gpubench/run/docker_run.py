@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -46,7 +48,7 @@ STOP_TIMEOUT_S = 10
 # Where the run inside writes its folder; read back with get_archive before the container is removed.
 RESULTS_IN_CONTAINER = "/tmp/gpubench-results"
 STREAMED_FILES = ("results.jsonl", "run.log")  # the host writes these from the stream itself
-GPUS_HELP = "all, none, a count (2) or device ids (0,2 or device=0)"
+GPUS_HELP = "all, none, a count (2), device ids (0,2, device=0 or device=GPU-<uuid>), capabilities=compute,utility"
 NO_GPU_HINT = "use --gpus none to run on the CPU in the container, or install the NVIDIA Container Toolkit"
 
 
@@ -72,33 +74,93 @@ def _docker():
     return docker
 
 
+# Docker's --gpus (docker/cli opts/gpus.go): comma-separated fields, "all" or a count, device=<ids>, capabilities=<list>
+# (the NVIDIA runtime's driver capabilities); `docker run --gpus '"device=0,2"'` quotes a list, which is optional here.
+GPU_ID = re.compile(r"\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9A-Za-z/-]+")  # an index, a GPU UUID or a MIG device
+CAPABILITIES = ("compute", "utility", "graphics", "video", "display", "compat32", "all", "gpu")
+
+
 def parse_gpus(gpus: str | int | None) -> str | None:
-    """The --gpus value, checked and normalised: "all", a count ("2"), "device=<ids>", or None for "none"."""
+    """The --gpus value, checked before anything runs and normalised: "all", a count ("2"), "device=<ids>", each
+    optionally with ",capabilities=<list>"; None for "none". Anything else is a ValueError naming what is wrong."""
     text = str(gpus if gpus is not None else "none").strip()
-    if text in ("none", "all"):
-        return None if text == "none" else text
-    if text.isdigit():
-        if int(text) == 0:
+    if text == "none":
+        return None
+    count, ids, capabilities = _gpu_request(gpus, text)
+    parts = [count] if count else [f"device={','.join(ids)}"]
+    if capabilities:
+        parts.append(f"capabilities={','.join(capabilities)}")
+    return ",".join(parts)
+
+
+def _gpu_request(given, text: str) -> tuple[str | None, list[str], list[str]]:
+    """(count: "all" or N, device ids, capabilities) of a --gpus value. A field with no key continues the list the
+    field before it began (device=0,2 is ids 0 and 2), else is "all", a count, or a device id."""
+    def bad(why: str) -> ValueError:
+        return ValueError(f"--gpus {given!r}: {why}; expected {GPUS_HELP}")
+
+    try:
+        fields = [field.strip() for field in next(csv.reader([text], skipinitialspace=True))]
+    except (csv.Error, StopIteration):
+        raise bad("not a list of fields") from None
+    count, ids, capabilities, listing, named_ids = None, [], [], None, False
+    for field in fields:
+        key, has_key, value = field.partition("=")
+        if has_key:
+            key, value = key.strip(), value.strip()
+            if key not in ("count", "device", "capabilities"):
+                raise bad(f"unknown key {key!r}")
+            listing = {"device": ids, "capabilities": capabilities}.get(key)
+            named_ids = named_ids or key == "device"
+            if key == "count":
+                count = value
+                continue
+            if listing:
+                raise bad(f"{key} given twice")
+            listing.extend(part.strip() for part in value.split(",") if part.strip())
+            if not listing:
+                raise bad(f"{key}= with nothing after it")
+        elif listing is not None and field:
+            listing.append(field)
+        elif field:
+            ids.append(field)
+    if count is None and not named_ids and len(ids) == 1 and (ids[0] == "all" or ids[0].isdigit()):
+        count, ids = ids[0], []  # a lone "all" or number is a count, as in `docker run --gpus 2`
+    if count is None and not ids and capabilities:
+        count = "1"  # capabilities alone: one GPU, as docker's CLI reads it
+    if "all" in ids:
+        raise bad("all and other GPUs together")
+    if count is not None:
+        if ids:
+            raise bad("a count and device ids together")
+        if count != "all" and not count.isdigit():
+            raise bad(f"count {count!r} is not all or a whole number")
+        if count != "all" and int(count) == 0:
             raise ValueError("--gpus 0 asks for no GPU: say --gpus none, or --gpus device=0 for the first GPU")
-        return str(int(text))
-    ids = [part.strip() for part in text.removeprefix("device=").split(",") if part.strip()]
-    if not ids or "all" in ids or "none" in ids:
-        raise ValueError(f"--gpus {gpus!r}: expected {GPUS_HELP}")
-    return "device=" + ",".join(ids)
+        count = count if count == "all" else str(int(count))
+    elif not ids:
+        raise bad("no GPU named")
+    wrong = [i for i in ids if not GPU_ID.fullmatch(i)]
+    if wrong:
+        raise bad(f"{wrong[0]!r} is not a GPU index, GPU-<uuid> or MIG-<uuid>")
+    unknown = [c for c in capabilities if c not in CAPABILITIES]
+    if unknown:
+        raise bad(f"unknown capability {unknown[0]!r} (known: {', '.join(CAPABILITIES)})")
+    return count, ids, capabilities
 
 
 def device_requests(gpus: str | int | None) -> list:
-    """gpus: "all", a count ("2"), or device indexes/UUIDs ("0,2", "device=0"); None (or "none") asks for no GPU."""
+    """The engine's device requests for a --gpus value (parse_gpus); none for "none"."""
     text = parse_gpus(gpus)
     if text is None:
         return []
     from docker.types import DeviceRequest
 
-    if text == "all":
-        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    if text.isdigit():
-        return [DeviceRequest(count=int(text), capabilities=[["gpu"]])]
-    return [DeviceRequest(device_ids=text.removeprefix("device=").split(","), capabilities=[["gpu"]])]
+    count, ids, capabilities = _gpu_request(gpus, text)
+    wanted = [[*capabilities, "gpu"] if "gpu" not in capabilities else capabilities]  # as docker's CLI asks
+    if count:
+        return [DeviceRequest(count=-1 if count == "all" else int(count), capabilities=wanted)]
+    return [DeviceRequest(device_ids=ids, capabilities=wanted)]
 
 
 def container_spec(spec: WorkloadSpec, args: RunArgs, *, image: str, cache_volume: str, env: dict[str, str],

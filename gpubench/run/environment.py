@@ -32,6 +32,10 @@ LAUNCHER_VARS = {
     "gpu_requested": "GPUBENCH_GPU_REQUESTED",
     "provider_job_id": "GPUBENCH_PROVIDER_JOB_ID",
 }
+# What a batch scheduler says it gave the job: ids, its partition, CPU and GPU counts (never a path or a user).
+SCHEDULER_VARS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_PARTITION",
+                  "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_ON_NODE")
+_SCHEDULER_VALUE = re.compile(r"^[A-Za-z0-9_.,()\[\]x-]{1,64}$")
 ALWAYS_RECORDED = ("gpubench", "torch", "transformers", "numpy", "pydantic", "triton")
 
 
@@ -103,33 +107,36 @@ def library_versions(names) -> dict[str, str | None]:
     return versions
 
 
-def _llamacpp_version() -> str | None:
-    from gpubench.servers.llamacpp import installed_version
-
-    return installed_version()
-
-
-# Engines a catalog entry names (WorkloadSpec.engines): built from source, so no package metadata knows them; each
-# reads the build `gpubench run` would start ("0.5.0 (0c1e570, CUDA sm_90)"), None where there is none.
-ENGINES = {"llama.cpp": _llamacpp_version}
+def cpus_usable() -> int | None:
+    """The CPUs this process may run on: its affinity mask (a scheduler's cgroup or binding), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
-def engine_versions(names) -> dict[str, str | None]:
-    return {name: ENGINES[name]() for name in names}
+def allocation() -> dict[str, str]:
+    """The batch scheduler's own account of the job's resources, from its variables (SCHEDULER_VARS)."""
+    found = {}
+    for name in SCHEDULER_VARS:
+        value = os.environ.get(name, "")
+        if _SCHEDULER_VALUE.match(value):
+            found[name] = value
+    return found
 
 
 def gpu_names() -> list[str]:
     return [gpu.name for gpu in _nvidia_smi()[0]]
 
 
-def collect(libraries=(), price_usd_per_hour: float | None = None, engines=()) -> Environment:
-    """The block; `price_usd_per_hour` is the price the run's costs use (the runner resolves it); `engines` are
-    recorded among the libraries, by the version of their build found here."""
+def collect(libraries=(), engines: dict[str, str | None] | None = None) -> Environment:
+    """The block: where the run ran (its price is the run's, on run_started: the runner resolves it). `engines` are
+    the versions of engines built from source that no package metadata knows (servers/engines.py reads them),
+    recorded among the libraries."""
     gpus, driver = _nvidia_smi()
     fields: dict[str, object] = {name: os.environ.get(var) or None for name, var in IMAGE_VARS.items()}
     for name, var in LAUNCHER_VARS.items():
         fields[name] = os.environ.get(var) or None
-    fields["price_usd_per_hour"] = price_usd_per_hour
     return Environment(
         hostname_hash=hashlib.sha256(socket.gethostname().encode()).hexdigest()[:12],
         gpus=gpus,
@@ -138,9 +145,11 @@ def collect(libraries=(), price_usd_per_hour: float | None = None, engines=()) -
         cuda_version=torch_cuda_version(),
         cpu_model=cpu_model(),
         cpu_cores=os.cpu_count(),
+        cpus_usable=cpus_usable(),
+        allocation=allocation(),
         ram_gb=_ram_gb(),
         python=platform.python_version(),
         platform=platform.platform(),
-        libraries={**library_versions(libraries), **engine_versions(engines)},
+        libraries={**library_versions(libraries), **(engines or {})},
         **fields,
     )

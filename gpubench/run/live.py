@@ -9,6 +9,7 @@ those lines and the summary table.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,28 @@ from dataclasses import dataclass, field
 def wants_records(as_json: bool) -> bool:
     """JSON Lines on stdout: asked for, or stdout is not a terminal (a pipe, a file)."""
     return as_json or not sys.stdout.isatty()
+
+
+def terminal_width() -> int | None:
+    """How many columns the person's terminal has (stdout's, where the live view draws, else stderr's): COLUMNS when
+    set, as rich reads it, else the terminal's own size; None when neither stream is a terminal (a log, a pipe)."""
+    ttys = [stream for stream in (sys.stdout, sys.stderr) if _isatty(stream)]
+    if not ttys:
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(ttys[0].fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # replaced by a test harness, or closed
+        return False
 
 
 @dataclass

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +24,8 @@ from gpubench import __version__, pricing
 from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
-from gpubench.run import environment, utilisation
+from gpubench.run import environment, live, utilisation
+from gpubench.run.worker import HARNESS_METRICS
 from gpubench.schema import (
     NOT_FINITE,
     SCHEMA_VERSION,
@@ -38,7 +40,7 @@ from gpubench.schema import (
     summarize_results,
 )
 from gpubench.stores import RunDir
-from gpubench.workload import WorkloadDefinition, groups, load
+from gpubench.workload import MetricDef, WorkloadDefinition, groups, load
 
 
 @dataclass
@@ -48,10 +50,13 @@ class RunRequest:
     repeats: int
     smoke: bool
     run_id: str
-    config: Any  # the workload module's Config instance
+    config: Any  # the workload module's Config instance (or a dict, stored as it is: stored_config)
     price_usd_per_hour: float | None = None
     weights: Literal["auto", "random"] = "auto"
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
+    # the version of each engine built from source the catalog entry names (spec.engines), found by the caller
+    # (servers/engines.py): run/ does not import the servers
+    engine_versions: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, Metric]:
@@ -63,8 +68,22 @@ def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, 
     joules = basis.per_unit(metrics[basis.metric].value, metrics["avg_power_w"].value * 3600.0)
     if joules is None:
         return {}
-    return {f"{energy.PER_UNIT_PREFIX}{basis.unit.replace(' ', '_')}": Metric(value=joules, unit=f"J/{basis.unit}",
-                                                                           better="lower")}
+    return {name: definition.metric(joules) for name, definition in energy.per_unit_definitions(basis).items()}
+
+
+def declared_metrics(workload: WorkloadDefinition) -> dict[str, MetricDef]:
+    """Every metric a run of the workload may carry, each as declared once: the workload's METRICS, what the harness
+    measures for every result (worker.HARNESS_METRICS), and what the runner makes of the catalog's cost and energy
+    bases."""
+    spec = workload.spec
+    return {**HARNESS_METRICS, **pricing.cost_definitions(spec.cost), **energy.per_unit_definitions(spec.energy_basis),
+            **workload.metrics}
+
+
+def stored_config(config: Any) -> dict[str, Any]:
+    """The run's config as config.json and run_started hold it: a workload's Config as its fields; a dict as it is
+    (`gpubench loadgen`'s: its load with the latency target and the search's settings beside it)."""
+    return dict(config) if isinstance(config, dict) else dataclasses.asdict(config)
 
 
 def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | None) -> dict[str, Any]:
@@ -81,33 +100,47 @@ def run_config(request: RunRequest, env: Any, argv: list[str], store_url: str | 
         "weights": request.weights,
         "weight_paths": request.weight_paths,
         "price_usd_per_hour": request.price_usd_per_hour,
-        "config": dataclasses.asdict(request.config),
+        "config": stored_config(request.config),
         "environment": env.model_dump(),
         "command": argv,
         "store": store_url,
     }
 
 
+# How a setup is measured in this process, not in a worker (`gpubench loadgen`: its load is the setup, its server
+# is elsewhere): measure(setup, repeat, progress, say) -> the setup's result, progress taking Progress's fields and
+# say a line for a person (printed and kept in run.log, as the runner's own lines are).
+InProcess = Callable[[str, int, Callable[..., None], Callable[[str], None]], SetupResult]
+
+
 class Runner:
-    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None, verbose: bool = False):
+    """A run's lifecycle: config.json and run_started, each (setup group, repeat) measured and its result costed,
+    judged and recorded, derived metrics, run_finished and the summary. A workload's setups run in worker processes;
+    `measure` (with the `definition` of a workload the catalog does not list) runs each setup here instead."""
+
+    def __init__(self, request: RunRequest, run_dir: RunDir, echo=None, verbose: bool = False,
+                 measure: InProcess | None = None, definition: WorkloadDefinition | None = None):
         self.request = request
         self.run_dir = run_dir
         self.verbose = verbose
         self._print = echo or (lambda text: print(text, file=sys.stderr, flush=True))
         self.results: list[SetupResult] = []
+        self._measure = measure
+        self.workload = definition or load(request.spec)
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies, req.price_usd_per_hour, engines=req.spec.engines)
+        env = environment.collect(req.spec.dependencies, engines=req.engine_versions)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
-        config = dataclasses.asdict(req.config)
+        config = stored_config(req.config)
         self.run_dir.record(RunStarted(
             run_id=req.run_id, workload=req.spec.name, study=req.spec.study, setups=req.setups,
             repeats=req.repeats, smoke=req.smoke, config=config, environment=env,
+            price_usd_per_hour=req.price_usd_per_hour,
         ))
         started = time.perf_counter()
         total = len(req.setups) * req.repeats
-        workload = load(req.spec)
+        workload = self.workload
         status = None
         try:
             for repeat in range(1, req.repeats + 1):
@@ -147,7 +180,9 @@ class Runner:
             why += f"> {note}\n\n"
         (self.run_dir.path / "summary.md").write_text(f"# {req.spec.name}: {req.run_id}\n\n{why}{text}")
         (self.run_dir.path / "summary.csv").write_text(summary.full_csv(finished.summary))
-        self._print(f"{why}{text}".rstrip("\n"))
+        width = live.terminal_width()  # a person at a terminal gets the table fitted to it; a log, the markdown
+        shown = summary.fitted(header, rows, notes, width) if width else text
+        self._print(f"{why}{shown}".rstrip("\n"))
 
     def _echo(self, text: str) -> None:
         """What a person reads: printed to stderr and kept in run.log."""
@@ -157,9 +192,16 @@ class Runner:
     def _run_group(self, setups: list[str], repeat: int, config: dict[str, Any]) -> None:
         """One worker for the group; each setup's result is recorded as soon as it arrives."""
         req = self.request
+        if self._measure is not None:
+            for setup in setups:
+                def progress(phase, done=None, total=None, message=None, setup=setup):
+                    self.run_dir.record(Progress(run_id=req.run_id, phase=phase, setup=setup, repeat=repeat,
+                                                 done=done, total=total, message=message))
+
+                self._finish(self._costed(self._measure(setup, repeat, progress, self._echo)))
+            return
         job = {"workload": req.spec.name, "setups": setups, "repeat": repeat, "run_id": req.run_id,
-               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths,
-               "price_usd_per_hour": req.price_usd_per_hour}
+               "config": config, "smoke": req.smoke, "weights": req.weights, "weight_paths": req.weight_paths}
         label = setups[0] if len(setups) == 1 else f"{setups[0]}..{setups[-1]}"
         # -P: never import from the working directory, which may hold a source tree of gpubench
         # whose folders are not laid out as the installed package is (workloads/ -> gpubench.workloads).
@@ -209,7 +251,8 @@ class Runner:
         FLOP/s as a share of the device's datasheet peak."""
         price = self.request.price_usd_per_hour
         if result.status == "ok" and price:
-            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price))
+            result.metrics.update(pricing.cost_metrics(self.request.spec.cost, result.metrics, price,
+                                                       self.workload.metrics))
         if result.status == "ok":
             result.metrics.update(energy_metrics(self.request.spec, result.metrics))
             share = flops.peak_share(result.metrics, result.device_name, result.dtype)
@@ -236,8 +279,7 @@ class Runner:
                 self._echo(f"  {setup}: derived, {_left_out(not_finite)}")
             if not values:
                 continue
-            metrics = {name: Metric(value=value, unit=workload.metrics[name].unit,
-                                    better=workload.metrics[name].better) for name, value in values.items()}
+            metrics = {name: workload.metrics[name].metric(value) for name, value in values.items()}
             ok[setup].metrics.update(metrics)
             self.run_dir.record(Derived(run_id=self.request.run_id, setup=setup, repeat=repeat, metrics=metrics))
             self._echo(f"  {setup}: " + ", ".join(f"{k}={_fmt(m.value)} {m.unit}" for k, m in metrics.items()))

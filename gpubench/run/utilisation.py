@@ -1,5 +1,8 @@
 """What the machine did while a setup was measured: a thread of the worker samples NVML and /proc.
 
+It is the process's one NVML sampler: the utilisation and energy figures and NVML's peak memory (the memory
+tracker, gpubench/measure/gpu_memory.py, reads `memory_peak`) are all of its readings.
+
 Every SAMPLE_S, for each GPU visible to the worker (NVML): the busy share (NVML's utilization.gpu: the share
 of its sample period with a kernel running), the memory controller's busy share (utilization.memory), the SM
 clock over its maximum, the power draw over the enforced limit, the clock-event ("throttle") reasons, the
@@ -308,6 +311,19 @@ class Sampler:
             gpus = []
         threads = thread_cpu_ns(self._pids, skip_tid=self._sampler_tid)
         self.samples.append(Sample(time.monotonic(), timed, gpus, threads, leaving))
+
+    def reading_now(self) -> int:
+        """A reading on the spot (the peak-memory tracker's ends of a part: gpubench/measure/gpu_memory.py); its
+        position among the readings."""
+        with self._lock:
+            self._take(self.timed)
+            return len(self.samples) - 1
+
+    def memory_peak(self, since: int, gpu: int) -> int | None:
+        """The most used memory of visible GPU `gpu` over the readings from position `since` on; None: none had it."""
+        with self._lock:
+            used = [s.gpus[gpu].memory_used_bytes for s in self.samples[since:] if len(s.gpus) > gpu]
+        return max((u for u in used if u is not None), default=None)
 
     def _loop(self) -> None:
         self._sampler_tid = threading.get_native_id()

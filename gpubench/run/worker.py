@@ -29,7 +29,6 @@ from gpubench.run import ran_with, utilisation
 from gpubench.schema import (
     NOT_FINITE,
     EnergyFacts,
-    Metric,
     Progress,
     SetupResult,
     UtilisationFacts,
@@ -95,8 +94,10 @@ class Worker:
         if self.rank == 0:  # the other ranks of a multi-process setup only compute
             self.records.write(to_line(record) + "\n")
 
-    def context(self, setup: str, sampler: utilisation.Sampler | None = None,
-                timed_phases: tuple[str, ...] = ()) -> SetupContext:
+    def context(self, setup: str, sampler: utilisation.Sampler | None = None, timed_phases: tuple[str, ...] = (),
+                no_readings: str | None = None) -> SetupContext:
+        """The setup's context; its memory tracker reads NVML from `sampler`, the process's one NVML sampler
+        (`no_readings`: why there is none)."""
         def progress(phase, done=None, total=None, message=None):
             if sampler is not None:
                 sampler.mark(phase in timed_phases)
@@ -104,10 +105,11 @@ class Worker:
                                total=total, message=message))
 
         job = self.job
-        return SetupContext(run_id=self.run_id, setup=setup, repeat=self.repeat, smoke=job["smoke"],
-                            weights=job["weights"], progress=progress, weight_paths=job.get("weight_paths", {}),
-                            price_usd_per_hour=job.get("price_usd_per_hour"), rank=self.rank,
-                            world_size=self.world_size)
+        ctx = SetupContext(run_id=self.run_id, setup=setup, repeat=self.repeat, smoke=job["smoke"],
+                           weights=job["weights"], progress=progress, weight_paths=job.get("weight_paths", {}),
+                           rank=self.rank, world_size=self.world_size)
+        ctx.memory = gpu_memory.MemoryTracker(ctx.info, sampler, no_readings)
+        return ctx
 
     def result(self, setup: str, workload: WorkloadDefinition | None, started: float, values=None, exc=None, extra=None,
                machine: Machine | None = None, config=None) -> SetupResult:
@@ -120,7 +122,7 @@ class Worker:
             finite, not_finite = split_finite({**(extra.metrics if extra else {}), **values, **machine.metrics})
             for name, value in finite.items():
                 definition = metric_definition(workload, name)
-                metrics[name] = Metric(value=value, unit=definition.unit, better=definition.better)
+                metrics[name] = definition.metric(value)
             result = SetupResult(run_id=self.run_id, setup=setup, repeat=self.repeat, status="ok", metrics=metrics)
         else:
             status, error = failure(exc)
@@ -158,7 +160,7 @@ class Worker:
                         workload.open_session(workload.session_key(setups[0], config), config, session_ctx))
                 for index, setup in enumerate(setups):
                     sampler = utilisation.Sampler(sampling[0], gpus_used=self.world_size).start() if sampling else None
-                    ctx = self.context(setup, sampler, timed_phases)
+                    ctx = self.context(setup, sampler, timed_phases, self._no_readings(sampling))
                     ctx.session = session
                     begun = time.perf_counter() if index else started
                     machine = Machine()
@@ -194,6 +196,14 @@ class Worker:
         if nvml is not None:
             stack.callback(nvml.close)
         return nvml, why
+
+    def _no_readings(self, sampling: tuple[utilisation.Nvml | None, str | None] | None) -> str | None:
+        """Why this setup has no NVML readings (for NVML's peak memory), or None when it has them."""
+        if sampling is None:
+            if self.rank != 0:
+                return f"rank {self.rank} does not sample; rank 0 reports the setup"
+            return f"not sampled ({utilisation.OFF_VARIABLE}={os.environ.get(utilisation.OFF_VARIABLE)})"
+        return sampling[1]
 
     def _utilisation(self, sampler, sampling) -> Machine:
         """The setup's utilisation and energy metrics, what they cover and where its energy came from (or why there

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpubench.servers import prometheus
+from gpubench import prometheus
 from gpubench.servers.process import ManagedServer, ServerFailed, http_get
 
 SOURCE_VERSION = "0.3.36"  # PyPI llama-cpp-python, whose sdist's vendor/llama.cpp tools/llamacpp_build.sh builds
@@ -224,8 +224,6 @@ def buffers(log: str) -> Buffers:
 
 class LlamaCppServer(ManagedServer):
     name = "llama.cpp"
-    chunk_token_ids = False  # one chunk per token (a token ending mid-character waits for the next: never here,
-    # the full-vocabulary tokenizer's tokens are ASCII)
     can_empty_cache = True
 
     def __init__(self, flags: LlamaCppFlags, log_path, install: Install | None = None, ready_timeout_s: float = 900.0,

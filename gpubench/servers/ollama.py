@@ -40,7 +40,6 @@ class Pull:
 
 class OllamaServer(ManagedServer):
     name = "Ollama"
-    chunk_token_ids = False
     can_empty_cache = False
 
     def __init__(self, settings: OllamaSettings, log_path, binary: str = "ollama", ready_timeout_s: float = 120.0,

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpubench.servers import prometheus
+from gpubench import prometheus
 from gpubench.servers.process import ManagedServer, ServerFailed, http_get
 
 PYTHON_ENV = "GPUBENCH_VLLM_PYTHON"
@@ -125,7 +125,6 @@ def no_device_reason(python: str) -> str | None:
 
 class VllmServer(ManagedServer):
     name = "vLLM"
-    chunk_token_ids = True  # return_token_ids: each streamed chunk names its tokens
     can_empty_cache = True
 
     def __init__(self, flags: VllmFlags, log_path, python: str = "", extra_env: dict[str, str] | None = None,

@@ -24,8 +24,9 @@ from typing import NamedTuple
 
 from gpubench.config_fields import param
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory, timing
+from gpubench.measure import timing
 from gpubench.ports import free_port
+from gpubench.schema import COST_ROLE
 from gpubench.stats import percentile
 from gpubench.workload import ConfigError, MetricDef, SetupContext, SetupSkipped
 
@@ -89,7 +90,7 @@ METRICS = {
     "speedup": MetricDef("x", "higher", "tokens_per_s over the same model's 1-GPU setup"),
     "scaling_efficiency_pct": MetricDef("%", "higher", "speedup / GPUs, in percent"),
     "usd_per_1B_tokens_gpu_share": MetricDef(
-        "USD/1B tokens", "lower", "cost per 1B tokens at --price per GPU times the GPUs used"),
+        "USD/1B tokens", "lower", "cost per 1B tokens at --price per GPU times the GPUs used", role=COST_ROLE),
     "allreduce_ms_est": MetricDef(
         "ms", "lower", "gradient_mb_per_step over the measured bus bandwidth: the all-reduce's share of a step"),
 }
@@ -199,7 +200,7 @@ def train(recipe: Recipe, config: Config, group: Group, ctx: SetupContext) -> di
 
     from gpubench.workloads.ddp_scaling.model import GPT
 
-    device, on_cuda = group.device, group.device.type == "cuda"
+    device = group.device
     layers, width, heads = (getattr(config, f"{field}_{recipe.size}") for field in ("layers", "width", "heads"))
     info, report = ctx.info, ctx.progress
     report("build_model")
@@ -226,8 +227,7 @@ def train(recipe: Recipe, config: Config, group: Group, ctx: SetupContext) -> di
         step()
         report("warmup", done=i + 1, total=config.warmup_steps)
     measure_device.synchronize(str(device))
-    if on_cuda:
-        torch.cuda.reset_peak_memory_stats()
+    ctx.memory.reset(str(device))
     step_ms = []
     with timing.Timed(ctx, str(device), total=config.timed_steps) as timed:
         for i in range(config.timed_steps):
@@ -247,7 +247,7 @@ def train(recipe: Recipe, config: Config, group: Group, ctx: SetupContext) -> di
     }
     if group.world_size > 1:
         metrics["gradient_mb_per_step"] = params * (2 if recipe.bf16_hook else 4) / 1e6
-    metrics.update(gpu_memory.peak(info, torch.cuda.max_memory_allocated() if on_cuda else None))  # rank 0's
+    metrics.update(ctx.memory.peak(str(device)))  # rank 0's
     info.update({
         "model": {"size": recipe.size, "layers": layers, "width": width, "heads": heads, "params": params,
                   "vocab_size": config.vocab_size, "seq_len": config.seq_len},

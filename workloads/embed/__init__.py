@@ -4,7 +4,7 @@ Study: sentence-transformers, fp16, SentenceTransformer(BAAI/bge-*-en-v1.5), max
 4,096 passages of random vocabulary words that fill the window (so every passage is exactly that many
 tokens after truncation); model.encode(texts[:512], batch_size=128) as warm-up, then repeated
 model.encode(texts, batch_size=128) for at least 20 s, tokenization included; passages/s, tokens/s and
-peak memory from torch.cuda.max_memory_allocated. Cost per 1M passages comes from the catalog's basis.
+peak memory (the harness's tracker: torch's allocator). Cost per 1M passages comes from the catalog's basis.
 
 The study found the small models host-bound, so each setup measures, in the same process on the same
 model and passages, two more rates:
@@ -29,6 +29,7 @@ from pathlib import Path
 from gpubench.config_fields import DEVICE, DTYPES, param
 from gpubench.measure import device as measure_device
 from gpubench.measure import flops, gpu_memory, timing
+from gpubench.schema import COST_ROLE, PEAK_MEMORY_ROLE
 from gpubench.workload import MetricDef, SetupContext
 
 
@@ -81,9 +82,10 @@ METRICS = {
     "tuned_gain": MetricDef("x", "higher", "tuned passages/s over the plain sentence-transformers encode"),
     "tuned_vs_gpu_only": MetricDef(
         "x", "higher", "tuned passages/s over the model-only speed (1.0 = no host overhead left)"),
-    "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline"),
-    "tuned_usd_per_1M_passages": MetricDef(
-        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price"),
+    "tuned_peak_mem_gib": MetricDef("GiB", "lower", "peak GPU memory of the tuned pipeline", role=PEAK_MEMORY_ROLE),
+    "tuned_usd_per_1M_passages": MetricDef(  # costed by the harness, as the catalog's basis prices passages_per_s
+        "USD/1M passages", "lower", "cost per 1M passages at the tuned speed and --price", role=COST_ROLE,
+        cost_of="tuned_passages_per_s"),
     "params_m": MetricDef("M params", None, "model parameters, millions"),
     "achieved_tflops": MetricDef(
         "TFLOP/s", "higher", "passages_per_s x counted encoder FLOPs per passage (padding included, as executed)"),
@@ -116,8 +118,6 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     folder = ctx.weight_paths.get(shape.repo)
     vocab = None if folder else embed_model.find_vocab(config.vocab)  # before the slow imports
 
-    import torch
-
     device = measure_device.resolve(config.device)
     on_cuda = device.startswith("cuda")
     dtype = config.dtype if on_cuda else "float32"
@@ -131,8 +131,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         else:
             folder = embed_model.write_random_bge(shape, vocab, Path(scratch), config.num_layers, device)
             ctx.info.update(weights="random", vocab=str(vocab))
-            if on_cuda:  # drawing the weights (fp32, then fp16) is not part of the study's peak; loading them is
-                torch.cuda.reset_peak_memory_stats()
+            ctx.memory.reset(device)  # drawing the weights (fp32, then fp16) is not the study's peak; loading is
         model = embed_model.load(Path(folder), device, dtype)
     model.max_seq_length = seq_len
     texts = embed_model.passages(model.tokenizer, seq_len, config.passages, config.seed)
@@ -152,22 +151,13 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         metrics["host_bound_share"] = share
     metrics["tuned_gain"] = metrics["tuned_passages_per_s"] / metrics["passages_per_s"]
     metrics["tuned_vs_gpu_only"] = metrics["tuned_passages_per_s"] / metrics["gpu_only_passages_per_s"]
-    # The catalog's cost basis prices passages_per_s (the runner adds it); the tuned rate at the same price here.
-    from gpubench import pricing
-    from gpubench.catalog import WORKLOADS
-
-    cost = pricing.usd_per_unit(WORKLOADS.get("embed").cost, metrics["tuned_passages_per_s"], ctx.price_usd_per_hour)
-    if cost is not None:
-        metrics["tuned_usd_per_1M_passages"] = cost
     if not on_cuda:
-        metrics.update(gpu_memory.peak(ctx.info, None))
+        metrics.update(ctx.memory.peak(device))
     return metrics
 
 
 def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, device: str) -> dict[str, float]:
     """The study's loop, as written: encode() over all passages again and again for at least min_seconds."""
-    import torch
-
     ctx.progress("warmup")
     model.encode(texts[:config.warmup_passages], batch_size=config.batch_size)
     passes = 0
@@ -177,7 +167,7 @@ def measure_plain(model, texts: list[str], config: Config, ctx: SetupContext, de
             passes += 1
     metrics = {"passages_per_s": passes * len(texts) / timed.seconds}
     if measure_device.on_gpu(device):  # the study read it here: model, warm-up and the encode() loop, nothing reset
-        metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated()))
+        metrics.update(ctx.memory.peak(device))
     return metrics
 
 
@@ -241,15 +231,14 @@ def measure_tuned(model, texts, seq_len: int, config: Config, ctx: SetupContext,
         batch, rates = embed_tuned.choose_batch(model, pool, template, candidates, config.tuned_probe_seconds,
                                                 ctx.progress)
         ctx.info["tuned_probe_passages_per_s"] = {str(b): r for b, r in rates.items()}
-        if measure_device.on_gpu(device):
-            torch.cuda.reset_peak_memory_stats()
+        ctx.memory.reset(device)
         done, elapsed, _ = embed_tuned.encode(model, pool, template, batch, config.min_seconds, whole_passes=True,
                                               ctx=ctx, message=f"tuned, batch {batch}")
     finally:
         pool.close()
     metrics = {"tuned_passages_per_s": done / elapsed, "tuned_batch": batch, "tuned_workers": workers}
     if measure_device.on_gpu(device):
-        metrics["tuned_peak_mem_gib"] = torch.cuda.max_memory_allocated() / gpu_memory.GIB
+        metrics["tuned_peak_mem_gib"] = ctx.memory.peak_bytes(device) / gpu_memory.GIB
     return metrics
 
 

@@ -7,8 +7,8 @@ warm-up steps, gradient clipping at 1.0, AdamW (weight decay 0), no gradient che
 forward under bf16 autocast. full: fp32 weights, lr 1e-5; LoRA: bf16 base, r 16, alpha 32, dropout
 0.05, lr 2e-4; QLoRA: that LoRA on an NF4 base (models.py). Measured: trainable parameters,
 training wall time (model load and evaluation excluded), tokens/s (the training examples' tokens,
-padding excluded, over that time), peak memory (torch.cuda.max_memory_allocated, GiB; peak RSS on a
-CPU) and the held-out loss before and after (mean over the held-out answer tokens).
+padding excluded, over that time), peak memory to the end of training (the harness's tracker: torch's allocator,
+GiB; peak RSS on a CPU) and the held-out loss before and after (mean over the held-out answer tokens).
 
 The study ran on an L40S, 44.4 GiB usable, where full fine-tuning ran out of memory at micro-batch 8;
 `memory_limit_gib` caps PyTorch's allocator so a larger card reproduces that row.
@@ -24,7 +24,7 @@ from typing import Any
 
 from gpubench.config_fields import DEVICE, param
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory, timing
+from gpubench.measure import timing
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 
 MODEL_REPO = "Qwen/Qwen2.5-1.5B-Instruct"
@@ -240,7 +240,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     with ExitStack() as stack:
         ctx.progress("build_model", message=f"{method} from {source.kind}")
         model = models.build(method, source, device, {"r": config.lora_r, "alpha": config.lora_alpha,
-                                                      "dropout": config.lora_dropout}, stack)
+                                                      "dropout": config.lora_dropout}, stack, ctx.memory)
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:
             raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model's embedding "
                              f"{model.get_input_embeddings().num_embeddings}")
@@ -273,7 +273,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
                 if (step + 1) % every == 0:
                     ctx.progress("train", done=step + 1, total=config.steps)
         train_s = training.seconds
-        peak = torch.cuda.max_memory_allocated(device) / GIB if on_cuda else None
+        peak = ctx.memory.peak(device)
         ctx.progress("count_flops")
         flops_per_token = count_flops_per_token(model, train_batches, device, autocast)
         ctx.info["flops_per_token"] = flops_per_token
@@ -297,7 +297,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         "eval_loss_after": loss_after,
         "eval_loss_drop": loss_before - loss_after,
     }
-    metrics.update(gpu_memory.peak(ctx.info, None if peak is None else peak * GIB))
+    metrics.update(peak)
     return metrics
 
 

@@ -100,8 +100,9 @@ def _plain(source: Source, dtype, device: str):
     return _pretrained(source, dtype).to(device)
 
 
-def build(method: str, source: Source, device: str, lora: dict[str, Any], stack: ExitStack):
-    """The model ready for the study's loop; `stack` keeps any temporary checkpoint until the run ends."""
+def build(method: str, source: Source, device: str, lora: dict[str, Any], stack: ExitStack, memory):
+    """The model ready for the study's loop; `stack` keeps any temporary checkpoint until the run ends; `memory` is
+    the setup's peak-memory tracker (ctx.memory)."""
     import torch
 
     if method == "full":
@@ -109,7 +110,7 @@ def build(method: str, source: Source, device: str, lora: dict[str, Any], stack:
     if method == "lora":
         model = _plain(source, torch.bfloat16, device)
     elif method == "qlora":
-        model = _quantized(source, device, stack)
+        model = _quantized(source, device, stack, memory)
     else:
         raise ValueError(f"unknown method {method!r}")
     from peft import LoraConfig, get_peft_model
@@ -118,7 +119,7 @@ def build(method: str, source: Source, device: str, lora: dict[str, Any], stack:
                                             task_type="CAUSAL_LM", target_modules=LORA_TARGETS))
 
 
-def _quantized(source: Source, device: str, stack: ExitStack):
+def _quantized(source: Source, device: str, stack: ExitStack, memory):
     import torch
     from peft import prepare_model_for_kbit_training
     from transformers import BitsAndBytesConfig
@@ -132,7 +133,7 @@ def _quantized(source: Source, device: str, stack: ExitStack):
         gc.collect()  # the bf16 copy, before the 4-bit one is loaded and memory is measured
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
+        memory.reset(device)
         source = Source("folder", folder)
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                                bnb_4bit_compute_dtype=torch.bfloat16)

@@ -32,12 +32,11 @@ from contextlib import ExitStack
 from typing import Any
 
 from gpubench.measure import device as measure_device
-from gpubench.measure import gpu_memory, timing
+from gpubench.measure import timing
 from gpubench.workload import SetupContext
 
 SETUP = "lora-tuned"
 STUDY_SETUP = "lora-mb4"  # what the tuned setup is measured against
-GIB = 2**30
 
 
 def examples_per_step(config) -> int:
@@ -175,7 +174,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     with ExitStack() as stack:
         ctx.progress("build_model", message=f"lora from {source.kind}")
         model = models.build("lora", source, device, {"r": config.lora_r, "alpha": config.lora_alpha,
-                                                      "dropout": config.lora_dropout}, stack)
+                                                      "dropout": config.lora_dropout}, stack, ctx.memory)
         model.config.use_cache = False  # a cache would turn off transformers' packed-sequence masking
         trainable, total = models.parameter_counts(model, "lora")
         params = [p for p in model.parameters() if p.requires_grad]
@@ -211,7 +210,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
                 if (step + 1) % every == 0:
                     ctx.progress("train", done=step + 1, total=config.steps)
         train_s = training.seconds
-        peak = torch.cuda.max_memory_allocated(device) / GIB if on_cuda else None
+        peak = ctx.memory.peak(device)
 
         ctx.progress("count_flops")
         flops_per_token = finetune.count_flops_per_token(model, flop_rows, device, autocast)
@@ -237,7 +236,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     }
     if not math.isfinite(loss_after):
         raise FloatingPointError(f"held-out loss is {loss_after}")
-    metrics.update(gpu_memory.peak(ctx.info, None if peak is None else peak * GIB))
+    metrics.update(peak)
     return metrics
 
 

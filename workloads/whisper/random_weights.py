@@ -1,7 +1,8 @@
-"""Whisper for transformers with random weights, at the real checkpoints' shapes (for --weights random).
+"""Whisper with random weights at the real checkpoints' shapes (for --weights random), for transformers and,
+converted by CTranslate2's own converter, for faster-whisper.
 
-The shapes, special-token layout and generation settings of openai/whisper-large-v3 (and of Whisper
-tiny, for CPU smoke runs) are written here as data, so no Hub file is needed. The tokenizer is a
+The shapes, special-token layout and generation settings of openai/whisper-large-v3 and -large-v3-turbo (and
+of Whisper tiny, for CPU runs) are written here as data, so no Hub file is needed. The tokenizer is a
 placeholder with the real vocabulary size and the real special tokens at their real ids; its text
 tokens are meaningless names. With random weights the decoder almost never emits end-of-text, so the
 caller fixes the number of tokens decoded per 30 s window (min = max new tokens) to keep the decoder's
@@ -11,6 +12,8 @@ work close to real speech.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 N_TIMESTAMPS = 1501  # <|0.00|> ... <|30.00|>
@@ -18,6 +21,9 @@ N_TIMESTAMPS = 1501  # <|0.00|> ... <|30.00|>
 SHAPES = {  # openai/whisper-<size> config.json
     "large-v3": {"d_model": 1280, "layers": 32, "heads": 20, "ffn": 5120, "num_mel_bins": 128,
                  "vocab_size": 51866, "languages": 100},
+    # large-v3's encoder with 4 decoder layers (openai/whisper-large-v3-turbo)
+    "large-v3-turbo": {"d_model": 1280, "layers": 32, "decoder_layers": 4, "heads": 20, "ffn": 5120,
+                       "num_mel_bins": 128, "vocab_size": 51866, "languages": 100},
     "tiny": {"d_model": 384, "layers": 4, "heads": 6, "ffn": 1536, "num_mel_bins": 80,
              "vocab_size": 51865, "languages": 99},
 }
@@ -49,7 +55,7 @@ def build_model(size: str):
     eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
     config = WhisperConfig(
         vocab_size=shape["vocab_size"], num_mel_bins=shape["num_mel_bins"], d_model=shape["d_model"],
-        encoder_layers=shape["layers"], decoder_layers=shape["layers"],
+        encoder_layers=shape["layers"], decoder_layers=shape.get("decoder_layers", shape["layers"]),
         encoder_attention_heads=shape["heads"], decoder_attention_heads=shape["heads"],
         encoder_ffn_dim=shape["ffn"], decoder_ffn_dim=shape["ffn"],
         max_source_positions=1500, max_target_positions=448, pad_token_id=eot - 1, bos_token_id=eot,
@@ -92,3 +98,38 @@ def write_tokenizer(size: str, folder: Path):
     # Whisper's tokenizers list every special token; the pipeline's timestamp handling relies on it.
     loaded.add_special_tokens({"additional_special_tokens": list(ids)[1:]})
     return loaded
+
+
+def ctranslate2_model(size: str, seed: int, cache: Path | None = None) -> Path:
+    """A CTranslate2 model folder converted by CTranslate2's own converter from the random-weight checkpoint at
+    `size`'s shapes, with the placeholder tokenizer and the feature extractor's settings (128 mel bins for
+    large-v3) that faster-whisper reads beside it. Weights in float16, as the Hub's faster-whisper models store
+    them, so loading converts what a real model's load converts. Made once per (size, seed, CTranslate2
+    version) on the CPU and kept under `cache` (default $XDG_CACHE_HOME/gpubench/whisper-ct2)."""
+    import ctranslate2
+
+    root = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpubench" / "whisper-ct2"
+    folder = root / f"{size}-seed{seed}-ctranslate2-{ctranslate2.__version__}"
+    if (folder / "model.bin").is_file():
+        return folder
+    import torch
+    from transformers import WhisperFeatureExtractor
+
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{folder.name}-", dir=root) as scratch:
+        checkpoint = Path(scratch) / "transformers"
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = build_model(size).half()  # initialised in float32 (fast on a CPU), stored as float16
+        model.generation_config.suppress_tokens = []  # the converter copies it into the model's config
+        model.save_pretrained(checkpoint)
+        del model
+        write_tokenizer(size, checkpoint)
+        WhisperFeatureExtractor(feature_size=SHAPES[size]["num_mel_bins"]).to_json_file(
+            checkpoint / "preprocessor_config.json")
+        converted = Path(scratch) / "ctranslate2"
+        ctranslate2.converters.TransformersConverter(
+            str(checkpoint), copy_files=["tokenizer.json", "preprocessor_config.json"]).convert(
+            str(converted), quantization="float16")
+        os.replace(converted, folder)  # whole or not at all: another run never sees half a model
+    return folder

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# whisper's five setups on one H200 with faster-whisper on the GPU: CTranslate2 built for CUDA 13
+# (tools/ctranslate2_cuda_build.sh) loading the cuBLAS 13 of the machine's torch, and a bare faster-whisper
+# script back to back with the harness (the harness's overhead, within 3%). docs/gpu-whisper.md has the plan.
+#
+#   bash benchmarks/gpu_whisper_ct2.sh prepare   # ~2.5 min: install, smoke check, random models converted, audio
+#   bash benchmarks/gpu_whisper_ct2.sh harness   # ~6 min: gpubench run whisper, five setups, 2 repeats
+#   bash benchmarks/gpu_whisper_ct2.sh bare      # ~4.5 min: benchmarks/whisper_bare.py, four setups, twice
+#
+# Carry in every call: .ct2-cuda (the CTranslate2 wheel) and .whl (faster-whisper and av; fill it with
+# `bash benchmarks/gpu_whisper_ct2.sh wheels` here). Each part installs what is missing and converts what the
+# machine lost when it was released between calls (the conversions then cost ~1.5 min more). Results under
+# $OUT: env.txt, smoke.txt, then harness.jsonl/.err + harness-runs.tar.gz, or bare.jsonl/.err.
+# WHISPER_CT2_CPU=1: a dry run on a machine without a GPU (this one's python, --smoke sizes, random tiny).
+set -u
+OUT=${OUT:-./gpu-out}
+PART=${1:-}
+CPU=${WHISPER_CT2_CPU:-0}
+WORK=${WHISPER_CT2_WORK:-/tmp/whisper-ct2}
+SETUPS_FW=fw-turbo-fp16-b16,fw-large-v3-fp16-b16,fw-large-v3-int8-b16,fw-large-v3-fp16-seq
+
+case "$PART" in
+  wheels)  # here, not on the device: the two wheels the device lacks, at the image's pins (images/whisper)
+    mkdir -p .whl
+    python3 -m pip download -q --no-deps --only-binary=:all: -d .whl faster-whisper==1.2.1 av==18.1.0 || exit 1
+    ls -l .whl .ct2-cuda 2>/dev/null
+    exit 0 ;;
+  prepare|harness|bare) ;;
+  *) echo "usage: $0 wheels|prepare|harness|bare (docs/gpu-whisper.md)" >&2; exit 2 ;;
+esac
+
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1
+export XDG_CACHE_HOME=$WORK/cache  # the converted models, for the harness's setups and the bare script alike
+
+if [ "$CPU" = 1 ]; then
+  PY=${PYTHON:-.venv/bin/python}
+  export PATH="$(dirname "$PY"):$PATH"
+  RUN_ARGS=(--smoke --weights random)
+  BARE_ARGS=(--device cpu --cpu-threads 1 --warmup-s 1 --batch-size 16)
+  SHAPES=(tiny tiny)
+  FIXED_TOKENS=8
+else
+  PY=python3
+  source benchmarks/gpu_python_env.sh || exit 1
+  if ! "$PY" -c "import ctranslate2" 2>/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/wheels \
+      .ct2-cuda/ctranslate2-*.whl || { echo "no CTranslate2 wheel: carry .ct2-cuda"; exit 1; }
+  fi
+  # CTranslate2 loads libcublas.so.13 by name (dlopen): the copy torch's wheels installed (nvidia-cublas).
+  cublas_dir=$("$PY" - <<'EOF'
+import glob, os, sys
+for root in sys.path:
+    for found in glob.glob(os.path.join(root, "nvidia", "*", "lib", "libcublas.so.13")):
+        print(os.path.dirname(found)); raise SystemExit
+EOF
+)
+  export LD_LIBRARY_PATH=${cublas_dir:+$cublas_dir:}${LD_LIBRARY_PATH:-}
+  RUN_ARGS=(--weights random --set synthetic_audio_s=600 --repeats 2)
+  BARE_ARGS=(--device cuda)
+  SHAPES=(large-v3-turbo large-v3)
+  FIXED_TOKENS=100
+fi
+
+{ date -u +%FT%TZ
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tail -n +2
+  echo "libcublas.so.13 from: ${cublas_dir:-not searched (CPU run)}"
+  "$PY" -m pip list 2>/dev/null | grep -i -E '^(torch|ctranslate2|faster.whisper|av|transformers|nvidia-cublas) '
+} >"$OUT/env.txt" 2>&1
+
+# The smoke check, in every part (~10 s; a failure stops the faster-whisper setups, not the transformers one):
+# CTranslate2's version and GPUs, then random Whisper tiny converted, loaded on the device, one window encoded
+# and 5 tokens decoded in float16 (the gate), then in int8_float16 (cuBLAS 13's int8 GEMM is the part most likely
+# to fail; a failure there is printed and the int8 setup fails alone).
+SMOKE_DEVICE=$([ "$CPU" = 1 ] && echo cpu || echo cuda)
+timeout 300 "$PY" - "$SMOKE_DEVICE" >"$OUT/smoke.txt" 2>&1 <<'EOF'
+import sys, time
+import numpy as np
+import ctranslate2
+device = sys.argv[1]
+print("ctranslate2", ctranslate2.__version__, "cuda devices", ctranslate2.get_cuda_device_count())
+if device == "cuda":
+    print("cuda compute types", sorted(ctranslate2.get_supported_compute_types("cuda")))
+from gpubench.workloads.whisper import random_weights
+folder = random_weights.ctranslate2_model("tiny", 0)
+ids = random_weights.token_ids("tiny")
+prompt = [ids[t] for t in ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")]
+mel = np.random.default_rng(0).standard_normal((2, 80, 3000), "float32")
+features = ctranslate2.StorageView.from_array(mel)  # a view of `mel`, which stays alive
+
+
+def check(compute_type):
+    started = time.perf_counter()
+    model = ctranslate2.models.Whisper(str(folder), device=device, compute_type=compute_type)
+    encoded = model.encode(features, to_cpu=True)
+    result = model.generate(features, [prompt] * 2, max_length=10, suppress_tokens=[ids["<|endoftext|>"]])
+    print(f"{compute_type}: encoded {tuple(encoded.shape)}, decoded {[len(r.sequences_ids[0]) for r in result]} tokens"
+          f" in {time.perf_counter() - started:.2f} s", flush=True)
+
+
+check("float16" if device == "cuda" else "float32")
+print("CT2 SMOKE OK", flush=True)  # before int8: a crash there must not stop the float16 setups
+try:
+    check("int8_float16" if device == "cuda" else "int8")
+except Exception as exc:  # cuBLAS 13's int8 GEMM (OpenNMT/CTranslate2#1933): say so, the rest runs
+    print(f"int8 FAILED: {type(exc).__name__}: {exc}")
+EOF
+if grep -q "CT2 SMOKE OK" "$OUT/smoke.txt"; then
+  FW_OK=1
+else
+  FW_OK=0
+  echo "CT2 SMOKE FAILED: faster-whisper setups not run (smoke.txt):"; tail -5 "$OUT/smoke.txt"
+fi
+cat "$OUT/smoke.txt"
+
+convert() {  # the random models (kept in ~/.cache while the machine is warm) and the synthetic audio
+  "$PY" - "$WORK" "$FIXED_TOKENS" "${SHAPES[@]}" <<'EOF'
+import sys, time
+import numpy as np
+from gpubench.workloads import whisper
+from gpubench.workloads.whisper import audio, random_weights
+work, tokens, shapes = sys.argv[1], sys.argv[2], sys.argv[3:]
+for shape in dict.fromkeys(shapes):
+    started = time.perf_counter()
+    folder = random_weights.ctranslate2_model(shape, 0)
+    print(f"{shape}: {folder} ({time.perf_counter() - started:.0f} s)")
+    open(f"{work}/model-{shape}", "w").write(str(folder))
+cpu = shapes[0] == "tiny"
+clips = ([c.audio for c in audio.from_folder(audio.AUDIOEVAL_EN)] if cpu
+         else [c.audio for c in audio.synthetic(600.0, whisper.Config().seed)])
+np.savez(f"{work}/audio.npz", **{f"clip{i:03d}": clip for i, clip in enumerate(clips)})
+print(f"audio: {len(clips)} clips, {sum(len(c) for c in clips) / 16000:.1f} s")
+EOF
+}
+
+case "$PART" in
+  prepare)
+    [ "$FW_OK" = 1 ] && convert ;;
+  harness)
+    setups=hf-large-v3-fp16-b16
+    [ "$FW_OK" = 1 ] && setups=$SETUPS_FW,$setups
+    rm -rf "$WORK/results"
+    gpubench run whisper --setups "$setups" "${RUN_ARGS[@]}" ${WHISPER_PRICE:+--price "$WHISPER_PRICE"} \
+      --results-dir "$WORK/results" >"$OUT/harness.jsonl" 2>"$OUT/harness.err"
+    echo "harness exit: $?"
+    tar -czf "$OUT/harness-runs.tar.gz" -C "$WORK" results
+    cp "$OUT/harness.jsonl" "$WORK/harness.jsonl"
+    "$PY" - "$OUT/harness.jsonl" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] in ("result", "derived"):
+        m = {k: round(v["value"], 3) for k, v in r["metrics"].items()}
+        print(r["kind"], r["setup"], r.get("status", ""), r.get("error") or "", m)
+EOF
+    ;;
+  bare)
+    [ "$FW_OK" = 1 ] || exit 1
+    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
+    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    harness=()
+    [ -f "$WORK/harness.jsonl" ] && harness=(--harness "$WORK/harness.jsonl")
+    for round in 1 2; do
+      "$PY" benchmarks/whisper_bare.py --audio "$WORK/audio.npz" --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" \
+        --model "fw-turbo-fp16-b16=$turbo" --model "fw-large-v3-fp16-b16=$large" \
+        --model "fw-large-v3-fp16-seq=$large" --model "fw-large-v3-int8-b16=$large" "${harness[@]}" \
+        2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" | tee -a "$OUT/bare.jsonl"
+    done ;;
+esac

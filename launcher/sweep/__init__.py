@@ -1,0 +1,1 @@
+"""`gpubench-launch sweep`: the plan file, its store of finished cells, and the run that launches the rest."""

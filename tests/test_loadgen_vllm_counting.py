@@ -1,0 +1,25 @@
+"""Against the real vLLM (the CPU build), plain `run_load` finds how to count a chunk's tokens from the server itself
+(GET /version: vLLM; a probe: return_token_ids), counts every token the server counted, and reads its gauges of
+requests running and waiting through the timed phase."""
+
+from __future__ import annotations
+
+import pytest
+from vllm_support import ABSENT, MODEL, VLLM_PYTHON
+
+from gpubench.loadgen.run import run_load
+from gpubench.loadgen.spec import LoadSpec
+
+pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=ABSENT)
+
+
+def test_plain_run_load_counts_vllms_tokens_and_reads_its_gauges(tiny_vllm):
+    server = tiny_vllm.running()
+    run = run_load(LoadSpec(base_url=server.base_url, model=MODEL, users=4, requests=8, warmup=2, input_tokens=32,
+                            output_tokens=48, ignore_eos=True))
+    counting, gauges = run.info()["token_counting"], run.info()["server_gauges"]
+    assert counting["way"] == "token_ids" and counting["server"].startswith("vllm ")
+    assert counting["tokens_counted"] == counting["server_counted"] == 8 * 48
+    assert run.metrics()["usage_mismatches"] == 0
+    assert gauges["asked"] == 4 and gauges["samples"] >= 1, gauges
+    assert 0 < gauges["running"]["max"] <= 4
