@@ -7,7 +7,9 @@ checkpoint -> `convert_hf_to_gguf.py --outtype bf16` (the checkpoint's own dtype
 `llama-quantize` to Q4_K_M or Q8_0, each step timed. The
 result is cached by shape, quantization, tokenizer format and the llama.cpp commit, under $GPUBENCH_GGUF_DIR, else
 ${XDG_CACHE_HOME:-~/.cache}/gpubench/gguf/ (as the tokenizers are); the bf16 GGUF stays there too, so the second
-quantization skips the checkpoint and the conversion (at Qwen2.5-7B's shape: 15 GB each).
+quantization skips the checkpoint and the conversion (at Qwen2.5-7B's shape: 15 GB each). `prepare_bf16` makes that
+bf16 GGUF alone, with only the converter (a device call makes it while its quantizer is still being built). The
+converter imports its own gguf-py (the tree's, ahead of any installed gguf package), checked.
 
 The converter names a BPE tokenizer's pre-tokenizer by hashing how it encodes a fixed text, and refuses a tokenizer
 it has not seen. The synthetic tokenizer's pre-tokenizer is Qwen2's (full_vocab_tokenizer.py: NFC, Qwen2's split
@@ -109,37 +111,67 @@ def prepare(shape: Qwen2Shape, quant: str, install: Install, progress=None, thre
     target = folder / f"model-{quant}.gguf"
     if target.exists():
         return Gguf(target, quant, cached=True)
-    if missing := missing_modules():
-        raise ConverterMissing(f"making the {quant} GGUF needs {', '.join(missing)} in this Python (llama.cpp's"
-                               " convert_hf_to_gguf.py imports them): install torch for this machine and"
-                               " pip install 'gpubench[train]'")
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    _check_modules(f"making the {quant} GGUF")
+    with _locked(folder):
         if target.exists():
             return Gguf(target, quant, cached=True)
         seconds: dict[str, float] = {}
-        whole = folder / "model-BF16.gguf"
-        if not whole.exists():
-            source = checkpoint or folder / "checkpoint"
-            if checkpoint is None:
-                shutil.rmtree(source, ignore_errors=True)
-                with _timed(seconds, "checkpoint_s", progress, "random checkpoint"):
-                    write_checkpoint(source, shape)
-            with _timed(seconds, "convert_s", progress, "convert_hf_to_gguf.py --outtype bf16"):
-                # the random tokenizer's pre-tokenizer is declared (module docstring); a real one is recognised
-                convert(install, source, whole, pre=None if checkpoint else declared_pre_tokenizer(source))
-            kept = folder / "model"
-            shutil.rmtree(kept, ignore_errors=True)
-            kept.mkdir()
-            for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
-                if (source / name).exists():
-                    shutil.copy2(source / name, kept / name)
-            if checkpoint is None:
-                shutil.rmtree(source)
+        whole = _bf16(folder, shape, install, progress, checkpoint, seconds)
         with _timed(seconds, "quantize_s", progress, f"llama-quantize {quant}"):
             quantize(install, whole, target, quant, threads)
     return Gguf(target, quant, cached=False, seconds=seconds)
+
+
+def prepare_bf16(shape: Qwen2Shape, install: Install, progress=None,
+                 checkpoint: Path | None = None) -> tuple[Path, dict[str, float]]:
+    """The bf16 GGUF that `prepare` quantizes, alone (made, or found), with the seconds of the steps that ran: it
+    needs only the converter, so a machine can make it while its quantizer is still being built."""
+    folder = folder_for(shape, install, checkpoint)
+    _check_modules("making the bf16 GGUF")
+    seconds: dict[str, float] = {}
+    with _locked(folder):
+        return _bf16(folder, shape, install, progress, checkpoint, seconds), seconds
+
+
+def _check_modules(what: str) -> None:
+    if missing := missing_modules():
+        raise ConverterMissing(f"{what} needs {', '.join(missing)} in this Python (llama.cpp's"
+                               " convert_hf_to_gguf.py imports them): install torch for this machine and"
+                               " pip install 'gpubench[train]'")
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _bf16(folder: Path, shape: Qwen2Shape, install: Install, progress, checkpoint: Path | None,
+          seconds: dict[str, float]) -> Path:
+    """folder/model-BF16.gguf, converted from the checkpoint (the random one written first, and removed after)
+    unless it is there; the checkpoint's config and tokenizer files are kept beside it in folder/model."""
+    whole = folder / "model-BF16.gguf"
+    if whole.exists():
+        return whole
+    source = checkpoint or folder / "checkpoint"
+    if checkpoint is None:
+        shutil.rmtree(source, ignore_errors=True)
+        with _timed(seconds, "checkpoint_s", progress, "random checkpoint"):
+            write_checkpoint(source, shape)
+    with _timed(seconds, "convert_s", progress, "convert_hf_to_gguf.py --outtype bf16"):
+        # the random tokenizer's pre-tokenizer is declared (module docstring); a real one is recognised
+        convert(install, source, whole, pre=None if checkpoint else declared_pre_tokenizer(source))
+    kept = folder / "model"
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir()
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+        if (source / name).exists():
+            shutil.copy2(source / name, kept / name)
+    if checkpoint is None:
+        shutil.rmtree(source)
+    return whole
 
 
 @contextlib.contextmanager
@@ -224,7 +256,11 @@ def _convert_main(argv: list[str]) -> None:
 
     converter_dir, pre, *args = argv
     sys.path[:0] = [converter_dir, str(Path(converter_dir) / "gguf-py")]
+    import gguf  # the converter's own gguf-py, ahead of any installed gguf package (PyPI's may be another version)
     from conversion import base  # the converter's package (llama.cpp's conversion/), found through converter_dir
+
+    if not Path(gguf.__file__).resolve().is_relative_to(Path(converter_dir).resolve()):
+        raise SystemExit(f"gguf was imported from {gguf.__file__}, not from {converter_dir}/gguf-py")
 
     if pre != "-":
         base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
