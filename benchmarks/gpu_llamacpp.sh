@@ -1,130 +1,195 @@
 #!/usr/bin/env bash
-# ollama-vs-vllm's GGUF half on the H200: llama.cpp's llama-server (Ollama's runner without Ollama) with CUDA, in
-# device calls of at most ~9 minutes each (docs/gpu-llamacpp.md has the call plan).
+# ollama-vs-vllm's GGUF half on the H200: llama.cpp's llama-server (Ollama's runner without Ollama) with CUDA, in two
+# device calls made back to back (docs/gpu-llamacpp.md has the plan, what each carries and the time estimates).
 #
-#   bash benchmarks/gpu_llamacpp.sh next       # the next part this warm machine has not done yet
-#   bash benchmarks/gpu_llamacpp.sh PART...    # build, gguf, q4km, q8, gsm8k, peer: those parts, in that order
+#   bash benchmarks/gpu_llamacpp.sh prepare    # call A: carry .llamacpp-h200 and .whl
+#   bash benchmarks/gpu_llamacpp.sh measure    # call B: carry nothing
 #
-#   build  llama.cpp with CUDA for sm_90 into /tmp/llama.cpp: the carried prebuilt prefix unpacked
-#          (.llamacpp-h200/llama.cpp-prebuilt.tar.xz: seconds), else compiled by tools/llamacpp_build.sh from the
-#          carried trimmed source (.llamacpp-h200/llama.cpp-src.tar.xz: ~5 min on the 16 cores)
-#   gguf   the random-weight checkpoint at Qwen2.5-7B's shape, converted to a bf16 GGUF and quantized to Q4_K_M and
-#          Q8_0 with llama.cpp's own tools, each step timed (~/.cache/gpubench/gguf, where gpubench run finds them)
-#   q4km   gpubench run ollama-vs-vllm --setups llamacpp-q4km-u1,-u4,-u16 --weights random --price 3.86
-#   q8     the same for the Q8_0 GGUF
-#   gsm8k  llamacpp-q4km-gsm8k and llamacpp-q8-gsm8k, with vllm-bf16-gsm8k in the same run when vLLM is unpacked
-#          on this machine (/tmp/site, benchmarks/gpu_vllm_env.sh), so the run derives their disagreements
-#   peer   benchmarks/llamacpp_peer.py on both GGUFs: llama-bench's tg against loadgen's decode at 1 user
+# prepare  starts llama.cpp's CUDA build for sm_90 (llama-server, llama-bench, llama-quantize) from the carried trimmed
+#          source in the background, in a process session of its own (setsid: it outlives the call), CUDA_BUILD_JOBS
+#          (13) jobs, into /tmp/llama.cpp; meanwhile builds a CPU-only llama-quantize (QUANTIZER_BUILD_JOBS, 3), writes
+#          the random checkpoint at Qwen2.5-7B's shape and converts it to a bf16 GGUF with the source's own converter
+#          (no llama.cpp program needed), then quantizes Q4_K_M and Q8_0 with the cores the build leaves (all of them
+#          once it is done). Ends when both GGUFs are made (~/.cache/gpubench/gguf, where gpubench run finds them).
+# measure  waits for the CUDA build (runs it again, resuming where it stopped, if it is neither running nor done),
+#          checks that llama.cpp sees CUDA0 and the GGUFs are there, runs the eight llama.cpp setups in one
+#          `gpubench run` (the Q4_K_M server, then the Q8_0 server; GSM8K_QUESTIONS, 200 by default: the study's 250
+#          is the knob's other value), then llama-bench against loadgen at 1 user on both GGUFs
+#          (benchmarks/llamacpp_peer.py, PEER_ROUNDS 2 of PEER_REPS 5, one round when the time left is short). All of
+#          it within MEASURE_LIMIT_S (530): the run is stopped (SIGINT: what it finished is kept) before the peer's
+#          minimum would not fit.
 #
-# SMOKE=1 runs the same parts at the smoke size on a machine without a GPU (the tiny GGUF, `gpubench run --smoke`),
-# to try the script itself (GPU_LLAMACPP_WORK and GPU_LLAMACPP_PREFIX move its two /tmp folders). Each part's run
-# time is capped at PART_LIMIT_S (default 500 s). What a call carries is copied to /tmp/gpubench-llamacpp/carried
-# first (a carried folder is gone in the next call; /tmp stays while the machine is warm), and a part done leaves
-# /tmp/gpubench-llamacpp/<part>.done. Results: $OUT/llamacpp-<parts>-<time>.tgz (records, run folders, logs,
-# timings) and $OUT/llamacpp-summary.txt (a line per part, appended across calls).
+# Each call leaves $OUT/llamacpp-<call>.tgz (logs, timings, run folders, peer.json), $OUT/llamacpp-summary.txt (a
+# line per step, both calls) and, from measure, the run's summary.md and peer.txt: 4 files at most.
+# SMOKE=1 does the same at the smoke size without a GPU (a CPU build stands in for the CUDA one, the tiny GGUF,
+# `gpubench run --smoke`), to try the script itself; GPU_LLAMACPP_WORK and GPU_LLAMACPP_PREFIX move its folders.
 set -u
+CALL=${1:-}
+case "$CALL" in
+  prepare|measure) ;;
+  *) echo "usage: bash benchmarks/gpu_llamacpp.sh prepare|measure (docs/gpu-llamacpp.md)"; exit 2 ;;
+esac
+case "${GSM8K_QUESTIONS-200}" in
+  ''|*[!0-9]*|0) echo "GSM8K_QUESTIONS=${GSM8K_QUESTIONS-}: a whole number, 1 or more"; exit 2 ;;
+esac
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
-WORK=${GPU_LLAMACPP_WORK:-/tmp/gpubench-llamacpp}; mkdir -p "$WORK/carried" "$WORK/results"
-PREFIX=${GPU_LLAMACPP_PREFIX:-/tmp/llama.cpp}
-PARTS=(build gguf q4km q8 gsm8k peer)
-LIMIT_S=${PART_LIMIT_S:-500}
+WORK=${GPU_LLAMACPP_WORK:-/tmp/gpubench-llamacpp}
+PREFIX=${GPU_LLAMACPP_PREFIX:-/tmp/llama.cpp}  # the CUDA build
+QUANTIZER=$WORK/quantizer  # the CPU-only llama-quantize
+RESULTS=$WORK/results-$CALL
+CUDA_JOBS=${CUDA_BUILD_JOBS:-13}
+QUANTIZER_JOBS=${QUANTIZER_BUILD_JOBS:-3}
 PRICE=${PRICE:-3.86}  # the posts' H100 PCIe rate, so the cost columns exist
-SHAPE=study RUN_SIZE=(--weights random)
-[ "${SMOKE:-0}" = 1 ] && SHAPE=tiny RUN_SIZE=(--smoke)
+GSM8K_GIVEN=${GSM8K_QUESTIONS:+yes}
+GSM8K_QUESTIONS=${GSM8K_QUESTIONS:-200}
+PEER_ROUNDS=${PEER_ROUNDS:-2} PEER_REPS=${PEER_REPS:-5}
+LIMIT_S=${MEASURE_LIMIT_S:-530}
+PEER_ONE_ROUND_S=70 PEER_FULL_S=110  # what the peer needs at one round and at PEER_ROUNDS (both GGUFs)
+SHAPE=study RUN_SIZE=(--weights random --set "gsm8k_questions=$GSM8K_QUESTIONS") CUDA_ARGS=(--cuda 90)
+if [ "${SMOKE:-0}" = 1 ]; then
+  SHAPE=tiny RUN_SIZE=(--smoke) CUDA_ARGS=()
+  [ -n "$GSM8K_GIVEN" ] && RUN_SIZE+=(--set "gsm8k_questions=$GSM8K_QUESTIONS")
+fi
+mkdir -p "$WORK/carried" "$WORK/tools" "$RESULTS"
 for f in .llamacpp-h200/*; do [ -f "$f" ] && cp "$f" "$WORK/carried/"; done
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH  # the device's cmake, ninja and nvcc
-# the CUDA libraries, and ggml's beside the programs (a prebuilt tree from a plain CMake build has no $ORIGIN rpath)
 export LD_LIBRARY_PATH=$PREFIX/bin:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export GPUBENCH_LLAMACPP_DIR=$PREFIX
-# shellcheck source=benchmarks/gpu_python_env.sh
-source "$(dirname "$0")/gpu_python_env.sh" || exit 1
+if [ "${SMOKE:-0}" = 1 ] && python3 -c "import gpubench" 2>/dev/null; then
+  echo "gpu_llamacpp: SMOKE=1 with this Python's gpubench (a development install is left as it is)"
+else
+  # shellcheck source=benchmarks/gpu_python_env.sh
+  source "$(dirname "$0")/gpu_python_env.sh" || exit 1
+fi
 
-summary() { echo "$*" | tee -a "$WORK/summary.txt"; }
+summary() { echo "$(date -u +%H:%M:%S) $CALL +${SECONDS}s: $*" | tee -a "$WORK/summary.txt"; }
+finish() {  # $1: exit code
+  summary "exit $1"
+  tar czf "$OUT/llamacpp-$CALL.tgz" -C "$WORK" "results-$CALL" summary.txt \
+    $( [ -f "$WORK/cuda-build.log" ] && echo cuda-build.log )
+  cp "$WORK/summary.txt" "$OUT/llamacpp-summary.txt"
+  exit "$1"
+}
 
-part_build() {
-  if [ -f "$WORK/carried/llama.cpp-prebuilt.tar.xz" ]; then
-    rm -rf "$PREFIX" "$PREFIX.unpacked" \
-      && python3 - "$WORK/carried/llama.cpp-prebuilt.tar.xz" "$PREFIX.unpacked" <<'PY' \
-      && mv "$PREFIX.unpacked/llama.cpp" "$PREFIX" && rm -rf "$PREFIX.unpacked" || return 1
+SOURCE_TREE=$WORK/src/llama.cpp
+# The CUDA build as a script in /tmp, the same in both calls (a second run resumes the first's build folder), with a
+# copy of the build script: bash reads a script as it goes, and the next call's working tree is another copy.
+write_cuda_build() {
+  cp tools/llamacpp_build.sh "$WORK/tools/"
+  {
+    echo "#!/usr/bin/env bash"
+    printf 'export PATH=%q LD_LIBRARY_PATH=%q\n' "$PATH" "$LD_LIBRARY_PATH"
+    printf '%q ' bash "$WORK/tools/llamacpp_build.sh" "${CUDA_ARGS[@]}" --source "$SOURCE_TREE" --prefix "$PREFIX" \
+      --work "$WORK/cuda-build" --jobs "$CUDA_JOBS"
+    printf '\necho $? >%q\n' "$WORK/cuda-build.rc"
+  } >"$WORK/cuda-build.sh"
+}
+cuda_build_running() { [ -f "$WORK/cuda-build.pid" ] && kill -0 "$(cat "$WORK/cuda-build.pid")" 2>/dev/null; }
+cuda_build_rc() { cat "$WORK/cuda-build.rc" 2>/dev/null; }
+
+prepare() {
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$RESULTS/gpu.txt"
+  fi
+  nproc >"$RESULTS/nproc.txt"; df -h / /tmp "$HOME" >"$RESULTS/disk.txt" 2>&1
+  write_cuda_build
+  if [ ! -f "$SOURCE_TREE/GPUBENCH-SOURCE.json" ]; then
+    [ -f "$WORK/carried/llama.cpp-src.tar.xz" ] || {
+      summary "nothing to build from: carry .llamacpp-h200/llama.cpp-src.tar.xz (tools/llamacpp_pieces.py source)"
+      return 3; }
+    rm -rf "$WORK/src" && python3 - "$WORK/carried/llama.cpp-src.tar.xz" "$WORK/src" <<'PY' || return 1
 import sys, tarfile  # no xz program on the machine: python3's lzma
 with tarfile.open(sys.argv[1]) as tar:
-    tar.extractall(sys.argv[2], filter="fully_trusted")  # symlinks between the shared libraries
+    tar.extractall(sys.argv[2], filter="data")
 PY
-  elif [ -f "$WORK/carried/llama.cpp-src.tar.xz" ]; then
-    bash tools/llamacpp_build.sh --cuda 90 --source "$WORK/carried/llama.cpp-src.tar.xz" --prefix "$PREFIX" \
-      --jobs "$(nproc)" >"$WORK/results/build.log" 2>&1 || { tail -n 30 "$WORK/results/build.log"; return 1; }
+  fi
+  summary "source unpacked ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"][:7])' \
+    "$SOURCE_TREE/GPUBENCH-SOURCE.json"))"
+
+  if [ "$(cuda_build_rc)" = 0 ]; then
+    summary "CUDA build: done before"
+  elif cuda_build_running; then
+    summary "CUDA build: still running from before"
   else
-    echo "nothing to build from: carry .llamacpp-h200/llama.cpp-src.tar.xz (or llama.cpp-prebuilt.tar.xz)"
-    return 3
+    rm -f "$WORK/cuda-build.rc"
+    # its own session (setsid), every descriptor away from this call's: the call ends without waiting for it
+    setsid bash "$WORK/cuda-build.sh" </dev/null >"$WORK/cuda-build.log" 2>&1 &
+    echo $! >"$WORK/cuda-build.pid"
+    summary "CUDA build started in the background (${CUDA_ARGS[*]:-CPU stand-in}, $CUDA_JOBS jobs, pid $!)"
   fi
-  cp "$PREFIX/build-info.json" "$WORK/results/"
-  "$PREFIX/bin/llama-server" --version >"$WORK/results/llama-server-version.txt" 2>&1
-  "$PREFIX/bin/llama-bench" --list-devices >>"$WORK/results/llama-server-version.txt" 2>&1
-  [ "$SHAPE" = tiny ] || grep -q CUDA0 "$WORK/results/llama-server-version.txt" || {
-    echo "llama.cpp finds no CUDA device:"; cat "$WORK/results/llama-server-version.txt"; return 4; }
+
+  bash "$WORK/tools/llamacpp_build.sh" --targets llama-quantize --source "$SOURCE_TREE" --prefix "$QUANTIZER" \
+    --jobs "$QUANTIZER_JOBS" >"$RESULTS/quantizer-build.log" 2>&1 &
+  local quantizer_pid=$!
+
+  python3 benchmarks/llamacpp_ggufs.py bf16 --shape "$SHAPE" --converter "$SOURCE_TREE" \
+    --source-info "$SOURCE_TREE/GPUBENCH-SOURCE.json" >"$RESULTS/gguf-bf16.txt" 2>&1
+  local bf16=$?
+  summary "bf16 GGUF: exit $bf16 ($(grep -m1 '^made:' "$RESULTS/gguf-bf16.txt"))"
+  wait "$quantizer_pid"; local quantizer=$?
+  summary "CPU llama-quantize: exit $quantizer ($(tail -n 1 "$RESULTS/quantizer-build.log"))"
+  [ "$bf16" = 0 ] || { tail -n 20 "$RESULTS/gguf-bf16.txt"; return 4; }
+  [ "$quantizer" = 0 ] || { tail -n 20 "$RESULTS/quantizer-build.log"; return 5; }
+
+  local threads=$(( $(nproc) - CUDA_JOBS ))  # the cores the CUDA build leaves, all of them once it is done
+  [ "$(cuda_build_rc)" = 0 ] && threads=$(nproc)
+  [ "$threads" -ge 2 ] || threads=2
+  python3 benchmarks/llamacpp_ggufs.py quantize --shape "$SHAPE" --llamacpp-dir "$QUANTIZER" --threads "$threads" \
+    --drop-bf16-below-gib 16 >"$RESULTS/gguf-quantize.txt" 2>&1
+  local quantize=$?
+  summary "Q4_K_M and Q8_0 on $threads threads: exit $quantize ($(grep -m1 '^made:' "$RESULTS/gguf-quantize.txt"))"
+  [ "$quantize" = 0 ] || { tail -n 20 "$RESULTS/gguf-quantize.txt"; return 6; }
+  summary "CUDA build: $(cuda_build_running && echo "running: $(grep -o '^\[[0-9]*/[0-9]*\]' \
+    "$WORK/cuda-build/build.log" 2>/dev/null | tail -n 1)" || echo "exit $(cuda_build_rc)")"
 }
 
-part_gguf() {
-  python3 - "$SHAPE" <<'PY' 2>&1 | tee "$WORK/results/gguf.txt"
-import json, sys
-from gpubench.servers import gguf
-from gpubench.servers.llamacpp import find
-from gpubench.servers.tiny_model import QWEN25_7B, TINY
+measure() {
+  local waited=$SECONDS
+  [ -f "$WORK/cuda-build.sh" ] || { summary "no CUDA build was started here: run prepare first"; return 2; }
+  while [ -z "$(cuda_build_rc)" ]; do
+    if ! cuda_build_running; then
+      summary "CUDA build neither running nor done: running it again here (it resumes its folder)"
+      bash "$WORK/cuda-build.sh" >>"$WORK/cuda-build.log" 2>&1
+      break
+    fi
+    [ $(( (SECONDS - waited) % 30 )) -lt 5 ] && summary "waiting for the CUDA build: $(grep -o '^\[[0-9]*/[0-9]*\]' \
+      "$WORK/cuda-build/build.log" 2>/dev/null | tail -n 1)"
+    sleep 5
+  done
+  summary "CUDA build: exit $(cuda_build_rc) after waiting $((SECONDS - waited)) s"
+  [ "$(cuda_build_rc)" = 0 ] || { tail -n 30 "$WORK/cuda-build.log"; return 3; }
+  cp "$PREFIX/build-info.json" "$RESULTS/"
+  { "$PREFIX/bin/llama-server" --version; "$PREFIX/bin/llama-bench" --list-devices; } >"$RESULTS/llama-cpp.txt" 2>&1
+  [ "${SMOKE:-0}" = 1 ] || grep -q CUDA0 "$RESULTS/llama-cpp.txt" || {
+    summary "llama.cpp finds no CUDA device"; cat "$RESULTS/llama-cpp.txt"; return 4; }
+  python3 benchmarks/llamacpp_ggufs.py check --shape "$SHAPE" >"$RESULTS/gguf-check.txt" 2>&1 || {
+    cat "$RESULTS/gguf-check.txt"; return 5; }
 
-install = find()
-shape = QWEN25_7B if sys.argv[1] == "study" else TINY
-made = {quant: gguf.prepare(shape, quant, install, progress=lambda *a, **k: print(k.get("message"), flush=True))
-        for quant in ("Q4_K_M", "Q8_0")}
-print(json.dumps({quant: m.info() for quant, m in made.items()}, indent=2))
-PY
-  [ "${PIPESTATUS[0]}" = 0 ]
-}
+  local setups=llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16,llamacpp-q4km-gsm8k
+  setups=$setups,llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16,llamacpp-q8-gsm8k
+  local run_s=$((LIMIT_S - SECONDS - PEER_ONE_ROUND_S - 15))
+  summary "gpubench run: 8 setups, ${RUN_SIZE[*]}, stopped after $run_s s at most"
+  timeout -s INT -k 30 "$run_s" gpubench run ollama-vs-vllm --setups "$setups" "${RUN_SIZE[@]}" --price "$PRICE" \
+    --results-dir "$RESULTS/runs" >"$RESULTS/run.jsonl" 2>"$RESULTS/run.err"
+  local run=$?
+  summary "gpubench run: exit $run ($(grep -c '"kind": *"result"' "$RESULTS/run.jsonl") results)"
+  local table
+  table=$(ls -t "$RESULTS"/runs/*/summary.md 2>/dev/null | head -n 1)
+  [ -n "$table" ] && cp "$table" "$OUT/llamacpp-run-summary.md"
 
-run_setups() {  # $1: a name for the files, $2: the setups
-  timeout -s INT -k 30 "$LIMIT_S" gpubench run ollama-vs-vllm --setups "$2" "${RUN_SIZE[@]}" --price "$PRICE" \
-    --results-dir "$WORK/results/runs" >"$WORK/results/$1.jsonl" 2>"$WORK/results/$1.err"
-}
-
-part_q4km() { run_setups q4km llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16; }
-part_q8() { run_setups q8 llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16; }
-
-part_gsm8k() {
-  local setups=llamacpp-q4km-gsm8k,llamacpp-q8-gsm8k
-  if [ -d /tmp/site ] && ls /tmp/site/.unpacked-* >/dev/null 2>&1; then
-    # shellcheck source=benchmarks/gpu_vllm_env.sh
-    source "$(dirname "$0")/gpu_vllm_env.sh" && setups=$setups,vllm-bf16-gsm8k
-  fi
-  run_setups gsm8k "$setups"
-}
-
-part_peer() {
-  timeout -s INT -k 30 "$LIMIT_S" python3 benchmarks/llamacpp_peer.py --shape "$SHAPE" --quant Q4_K_M --quant Q8_0 \
-    --out "$WORK/results/peer" 2>"$WORK/results/peer.err" | tee "$WORK/results/peer.txt"
-  [ "${PIPESTATUS[0]}" = 0 ]
-}
-
-wanted=()
-for arg in "$@"; do
-  if [ "$arg" = next ]; then
-    for p in "${PARTS[@]}"; do [ -f "$WORK/$p.done" ] || { wanted+=("$p"); break; }; done
-  elif [[ " ${PARTS[*]} " == *" $arg "* ]]; then
-    wanted+=("$arg")
+  local left=$((LIMIT_S - SECONDS - 10)) rounds=$PEER_ROUNDS
+  [ "$left" -lt "$PEER_FULL_S" ] && rounds=1
+  if [ "$left" -lt "$PEER_ONE_ROUND_S" ]; then
+    summary "peer: skipped, $left s left"
   else
-    echo "gpu_llamacpp.sh: unknown part $arg (parts: ${PARTS[*]}, or next)"; exit 2
+    summary "peer: $rounds round(s) of $PEER_REPS, $left s at most"
+    timeout -s INT -k 10 "$left" python3 benchmarks/llamacpp_peer.py --shape "$SHAPE" --quant Q4_K_M --quant Q8_0 \
+      --rounds "$rounds" --reps "$PEER_REPS" --out "$RESULTS/peer" >"$RESULTS/peer.txt" 2>"$RESULTS/peer.err"
+    summary "peer: exit $?"
+    cp "$RESULTS/peer.txt" "$OUT/llamacpp-peer.txt"
   fi
-done
-[ ${#wanted[@]} -eq 0 ] && { echo "gpu_llamacpp.sh: every part is done on this machine (rm $WORK/*.done to redo)";
-  exit 0; }
-if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv,noheader >"$WORK/results/gpu.txt"
-fi
-rc=0
-for p in "${wanted[@]}"; do
-  t0=$SECONDS
-  "part_$p"; code=$?
-  summary "$(date -u +%H:%M:%S) $p: exit $code after $((SECONDS - t0)) s"
-  if [ "$code" = 0 ]; then touch "$WORK/$p.done"; else rc=$code; break; fi
-done
-name="llamacpp-$(IFS=-; echo "${wanted[*]}")-$(date +%H%M%S)"
-tar czf "$OUT/$name.tgz" -C "$WORK/results" . && cp "$WORK/summary.txt" "$OUT/llamacpp-summary.txt"
-exit "$rc"
+  return "$run"
+}
+
+"$CALL"
+finish $?
