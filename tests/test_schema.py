@@ -72,4 +72,4 @@ def test_summaries_use_only_ok_repeats_and_keep_failed_setups():
     assert summary["a"].status == "ok" and summary["a"].ok_repeats == 2 and summary["a"].repeats == 3
     assert summary["a"].metrics["t"].median == 2.0
     assert summary["b"].status == "oom" and summary["b"].metrics == {}
-    assert summary["c"].status == "skipped"
+    assert summary["c"].status == "not-run"  # no result at all: the run ended before it

@@ -112,7 +112,8 @@ def _sample(url: str, names: tuple[str, str], interval_s: float, pipe) -> None:
                     if isinstance(first, str) else None, names=names)
     try:
         if pipe.recv() == "begin":
-            due = time.perf_counter()
+            # half an interval in: a read at the very start sees the closed loop before its first requests arrive
+            due = time.perf_counter() + interval_s / 2
             while gauges.note is None and not pipe.poll(max(0.0, due - time.perf_counter())):
                 at = time.perf_counter()
                 got = read(url, names)
