@@ -118,8 +118,10 @@ def pytest_ignore_collect(collection_path, config):
 # pytest-xdist (`-n` in pyproject.toml) sends a test file's tests to one worker, in order, so its module fixtures (a
 # smoke run, a server) start once. The files that use one of these engines go to one worker together: their tests
 # assume they have the engine to themselves (the Slurm cluster's one node, one Docker engine's images and
-# containers). (xdist's own --dist loadgroup does not group under pytest 9, which no longer reads Item._nodeid.)
-SHARED_ENGINE_GROUPS = {"docker": ("docker_engine",), "slurm": ("slurm_support", "GPUBENCH_TEST_SLURM_CONF")}
+# containers), or share one that is slow to start (the tiny vLLM: one start, stopped by the last of its files).
+# (xdist's own --dist loadgroup does not group under pytest 9, which no longer reads Item._nodeid.)
+SHARED_ENGINE_GROUPS = {"slurm": ("slurm_support", "GPUBENCH_TEST_SLURM_CONF"), "docker": ("docker_engine",),
+                        "vllm": ("tiny_vllm",)}
 
 
 @functools.cache
@@ -143,12 +145,28 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineGroups(LoadScopeScheduling):
-        """--dist loadfile, with the shared-engine files as one file each."""
+        """--dist loadfile, with the shared-engine files as one file each, handed out in the order the workers
+        collected them (`start_order`), not xdist's most-tests-first."""
 
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(config.rootpath / nodeid.split("::", 1)[0])
 
+        def schedule(self) -> None:
+            self.config.option.loadscopereorder = False
+            super().schedule()
+
     return EngineGroups(config, log)
+
+
+def start_order(path: Path) -> int:
+    """When a test file starts under xdist: the engine groups first (the Slurm and Docker groups mostly wait on
+    their engine, so they overlap the other worker's work; each is one long unit that must not start last), then
+    the files that run processes, then the fast layer's short files, which fill the end so both workers finish
+    together."""
+    group = xdist_group(path)
+    if group in SHARED_ENGINE_GROUPS:
+        return list(SHARED_ENGINE_GROUPS).index(group)
+    return len(SHARED_ENGINE_GROUPS) + _fast(source_of(path))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -159,3 +177,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.engine)
         elif _fast(source):
             item.add_marker(pytest.mark.fast)
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the scheduler keeps this order
+        items.sort(key=lambda item: start_order(Path(item.path)))  # stable: a file's tests keep theirs
