@@ -1,4 +1,5 @@
-"""gpubench-launch: run a catalog benchmark on Runcrate GPUs, stream its results, store them.
+"""gpubench-launch: run a catalog benchmark on Runcrate GPUs, a Slurm cluster or your own Docker hosts, stream its
+results, store them.
 
     gpubench-launch train-compile --gpu L40S                 one job, results in ./gpubench-results/<run-id>/
     gpubench-launch whisper --gpu RTX5090 --gpu L40S         one job, L40S if no RTX5090 is free
@@ -6,7 +7,9 @@
     gpubench-launch embed --gpu L40S --dry-run               the plan, prices and expected cost only
     gpubench-launch first-matmul --gpu L40S --gpu RTX5090    launch-to-first-matmul study (instances)
     gpubench-launch sweep PLAN.toml --store s3://b/p         every cell of a plan, resumable, under its max_usd
-    gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup
+    gpubench-launch embed --slurm cluster.toml --gpu H100    a batch job on your cluster
+    gpubench-launch embed --docker-host ssh://me@box --smoke the pinned image on your own machine
+    gpubench-launch status|logs|cancel RUN_ID;  gpubench-launch cleanup      any provider's runs
 
 Records go to stdout as JSON Lines when stdout is not a terminal (a live table shows them on one);
 human text goes to stderr. Errors are one line on stderr with exit code 2; the exit codes are gpubench's own
@@ -26,6 +29,8 @@ from gpubench import run_args
 from gpubench.exit_codes import epilog
 from gpubench.params import POSITIVE_MINUTES, POSITIVE_USD
 
+from . import providers
+
 EPILOG = epilog()
 
 
@@ -38,12 +43,21 @@ class LaunchGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
+def _options(options: list):
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
 def launch_options(study: bool = False):
     def decorate(f):
         options = [
-            click.option("--gpu", "gpus", multiple=True, required=True, metavar="NAME[:N]",
+            click.option("--gpu", "gpus", multiple=True, required=study, metavar="NAME[:N]",
                          help="GPU type from /instances/types; repeat for fallbacks in order (or one run each "
-                              "with --each)."),
+                              "with --each). On a cluster or Docker host: the GPU name its table maps."),
             run_args.option("smoke"),
             click.option("--store", metavar="s3://BUCKET/PREFIX",
                          help="Also upload each run folder here (checked writable before launching)."),
@@ -82,11 +96,7 @@ def launch_options(study: bool = False):
                 run_args.option("weights"),
                 run_args.option("price", help="Hourly price for the cost metrics and estimates, instead of the rate"
                                               " of the instance type (as `gpubench run --price`)."),
-                click.option("--slurm", metavar="CLUSTER.toml",
-                             help="Run as Slurm batch jobs, one per --gpu, on the partitions this file's [slurm]"
-                                  " table maps the GPU names to (README: Your own cluster)."),
-                click.option("--slurm-python", metavar="PATH",
-                             help="With --slurm: the job's gpubench is this Python environment on the nodes."),
+                *providers.launch_options(),  # where else runs go: --slurm FILE, --docker-host URL, ...
             ]
         for option in reversed(options):
             f = option(f)
@@ -98,7 +108,8 @@ def launch_options(study: bool = False):
 @click.group(cls=LaunchGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpubench", prog_name="gpubench-launch")
 def cli():
-    """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin).
+    """Run gpubench benchmarks on Runcrate GPUs (RUNCRATE_API_KEY; RUNCRATE_BASE_URL for another API origin), on a
+    Slurm cluster (--slurm) or on your own machines through Docker (--docker-host).
 
     Records stream to stdout as JSON Lines (when it is not a terminal) and to
     ./gpubench-results/<run-id>/; progress and the summary go to stderr.
@@ -109,20 +120,19 @@ def cli():
 @click.argument("workload")
 @launch_options()
 def run_cmd(workload, **opts):
-    """Run WORKLOAD (a catalog name) on Runcrate: `gpubench-launch WORKLOAD --gpu L40S`."""
-    if not opts.get("slurm"):
-        _need_sdk(ssh=opts.get("via") == "instance")
+    """Run WORKLOAD (a catalog name): `gpubench-launch WORKLOAD --gpu L40S` (Runcrate), or where an option says."""
     _records_on_terminal(opts.pop("as_json"))
     from .launch import LaunchOptions, launch
 
-    return launch(LaunchOptions(workload=workload, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
+    given = {name: opts.pop(name) for name in providers.option_names()}
+    return launch(LaunchOptions(workload=workload, provider_options=given,
+                                **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
 
 @cli.command("first-matmul", epilog=EPILOG)
 @launch_options(study=True)
 def first_matmul_cmd(**opts):
     """Time launch -> API running -> first SSH -> first CUDA matmul, one instance per --gpu, in parallel."""
-    _need_sdk(ssh=True)
     _records_on_terminal(opts.pop("as_json"))
     from .launch import LaunchOptions, launch
 
@@ -141,30 +151,26 @@ def first_matmul_cmd(**opts):
 @click.option("--sweep-id", help="Name the sweep (default: the plan's name and a hash of its cells).")
 @click.option("-v", "--verbose", is_flag=True, help="Also print the jobs' non-record output.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines records on stdout even on a terminal.")
-@click.option("--slurm-python", metavar="PATH", help="A plan with a [slurm] table: the job's gpubench is this Python"
-                                                     " environment on the nodes (instead of the plan's way).")
+@_options(providers.sweep_options())
 def sweep_cmd(plan, as_json, **opts):
     """Run a plan: each workload (with its `gpubench run` arguments) on each GPU type, as parallel jobs
-    under the plan's max_usd (or, with a [slurm] table, as batch jobs on that cluster).
+    under the plan's max_usd (or, with a [slurm] or [docker] table, on that cluster or those hosts).
     The same call again resumes: only cells without complete results run."""
-    if not _plan_has_slurm(plan):
-        _need_sdk()
     _records_on_terminal(as_json)
     from .sweep.run import SweepOptions, sweep
 
-    return sweep(SweepOptions(plan=plan, **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
+    given = {name: opts.pop(name) for name in providers.option_names(sweep=True)}
+    return sweep(SweepOptions(plan=plan, provider_options=given,
+                              **{**opts, "results_dir": _results_dir(opts["results_dir"])}))
 
 
 @cli.command("gpus")
 @click.option("--deployment", type=click.Choice(["container", "vm"]), help="Only this deployment type.")
 def gpus_cmd(deployment):
-    """List the GPU types on offer, with prices (GET /instances/types)."""
-    _need_sdk()
+    """List the GPU types on offer, with prices (Runcrate's GET /instances/types)."""
+    from .manage import default_provider
 
-    from .launch import instance_types
-    from .show import print_types
-
-    print_types(instance_types(), deployment)
+    default_provider().print_offers(deployment)
     return 0
 
 
@@ -172,9 +178,8 @@ def gpus_cmd(deployment):
 @click.argument("run_id")
 @run_args.option("results_dir")
 def status_cmd(run_id, results_dir):
-    """Where a run's job or instance stands."""
-    _need_sdk()
-    from .runcrate.manage import status
+    """Where a run's job stands (a Runcrate job or instance, a Slurm job, a container on a Docker host)."""
+    from .manage import status
 
     return status(run_id, _results_dir(results_dir))
 
@@ -185,58 +190,34 @@ def status_cmd(run_id, results_dir):
 @run_args.option("results_dir")
 def logs_cmd(run_id, follow, results_dir):
     """Print a run's job output."""
-    _need_sdk()
-    from .runcrate.manage import logs
+    from .manage import logs
 
     return logs(run_id, follow, _results_dir(results_dir))
 
 
 @cli.command("cancel")
 @click.argument("run_id")
-def cancel_cmd(run_id):
+@run_args.option("results_dir")
+def cancel_cmd(run_id, results_dir):
     """Cancel a run's job (or terminate its instance) and confirm it stopped."""
-    _need_sdk()
-    from .runcrate.manage import cancel
+    from .manage import cancel
 
-    return cancel(run_id)
+    return cancel(run_id, _results_dir(results_dir))
 
 
 @cli.command("cleanup")
 @click.option("--all", "all_hosts", is_flag=True, help="Also stop runs launched from other hosts.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be stopped.")
 def cleanup_cmd(all_hosts, dry_run):
-    """Stop gpubench jobs and instances left live with no launcher attached (after a crash)."""
-    _need_sdk()
-    from .runcrate.cleanup import cleanup
+    """Stop gpubench jobs, instances and containers left live with no launcher attached (after a crash), on every
+    provider this host can reach."""
+    from .manage import cleanup
 
     return cleanup(all_hosts, dry_run)
 
 
-def _need_sdk(ssh: bool = False) -> None:
-    """The Runcrate SDK (and asyncssh for instances) come with the `launch` extra: one line when they are missing."""
-    from gpubench.extras import MissingExtra, require
-
-    from .errors import LaunchError
-
-    try:
-        require("launch", "gpubench-launch", ("runcrate", "asyncssh") if ssh else ("runcrate",))
-    except MissingExtra as exc:
-        raise LaunchError(str(exc)) from None
-
-
 def _results_dir(given: str | None) -> str:
     return given or run_args.default_results_dir()  # the same folder `gpubench run` writes to
-
-
-def _plan_has_slurm(plan: str) -> bool:
-    """A plan for a Slurm cluster needs no Runcrate SDK (the plan itself is read and checked by the sweep)."""
-    import tomllib
-
-    try:
-        with open(plan, "rb") as f:
-            return "slurm" in tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
 
 
 def _records_on_terminal(as_json: bool) -> None:

@@ -1,4 +1,4 @@
-"""What every run of one launcher invocation shares: the API client, pacing, the view, the store,
+"""What every run of one launcher invocation shares: the provider (with its client), pacing, the view, the store,
 and the interrupt flag set by Ctrl-C / SIGTERM."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from .redact import Redactor
 
 @dataclass
 class Launch:
-    client: object
+    provider: object  # provider.Provider: where the runs go
     plan: LaunchPlan
     pace: Pace
     view: ProgressView
     redact: Redactor
     store: S3Store | None = None
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
-    live: dict[str, str] = field(default_factory=dict)  # run id -> job/instance id still running
+    live: dict[str, str] = field(default_factory=dict)  # run id -> the job (instance, batch job, container) still live
     cap: SharedCap | None = None  # a sweep's max_usd, over all its jobs
 
 
@@ -71,14 +71,6 @@ class InterruptHandler:
         view.stop()
         live = ", ".join(f"{k}: {v}" for k, v in self.launch.live.items()) or "none known"
         view.say(None, f"{sig.name} again: quitting without confirming. Still running? ({live}) "
-                       f"Stop them with: {stop_command(self.launch.live)}")
+                       f"Stop them with: {self.launch.provider.stop_command(self.launch.live)}")
         os._exit(130)
 
-
-def stop_command(live: dict[str, str]) -> str:
-    """What stops the jobs a launcher leaves when it quits at once: scancel for a cluster's batch jobs (Slurm knows
-    nothing of gpubench-launch cleanup, which asks Runcrate), cleanup for the rest."""
-    slurm = [job.removeprefix("slurm job ") for job in live.values() if job.startswith("slurm job ")]
-    others = len(slurm) < len(live) or not live
-    return " and ".join(([f"scancel {' '.join(slurm)}"] if slurm else []) + (["gpubench-launch cleanup"] if others
-                                                                              else []))

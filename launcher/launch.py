@@ -1,21 +1,22 @@
-"""`gpubench-launch <workload>`: check everything that can be checked before a machine is billed,
-then run one job (or instance) per run of the plan in parallel, and print the summary."""
+"""`gpubench-launch <workload>`: check everything that can be checked before a machine is taken, then run one job
+per run of the plan in parallel on the provider the options name (providers.py), and print the summary. The same
+run_launches runs a sweep's cells."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import errors
 from .errors import LaunchError
 from .redact import Redactor
-from .runcrate.client import api_errors, describe, make_client
 
 
 @dataclass
 class LaunchOptions:
     workload: str
-    gpus: tuple[str, ...]
+    gpus: tuple[str, ...] = ()
     each: bool = False
     via: str | None = None
     setups: str | tuple[str, ...] | None = None  # A,B as --setups takes it (repeatable)
@@ -38,45 +39,27 @@ class LaunchOptions:
     overrides: tuple[str, ...] = ()  # --set, passed through to the job's `gpubench run`
     weights: str | None = None  # --weights, passed through
     price: float | None = None  # --price: the hourly rate for cost metrics, instead of /instances/types'
-    slurm: str | None = None  # --slurm CLUSTER.toml: batch jobs on that cluster instead (slurm/launch.py)
-    slurm_python: str | None = None
+    provider_options: dict[str, Any] = field(default_factory=dict)  # the providers' own (--slurm, --docker-host, ...)
 
 
 def launch(options: LaunchOptions) -> int:
-    return asyncio.run(_launch(options))
+    from . import providers
+
+    provider = providers.for_launch(options)  # before anything else: a missing SDK or a bad option is one line
+    return asyncio.run(_launch(options, provider))
 
 
-async def fetch_types(client, redact: Redactor) -> list:
-    try:
-        return await client.instances.list_types()
-    except api_errors() as exc:
-        raise LaunchError(f"cannot read /instances/types: {describe(exc, redact)}") from None
-
-
-def instance_types() -> list:
-    """The API's instance types (prices among them), read once with the key from the environment."""
-    async def read():
-        client = make_client()
-        try:
-            return await fetch_types(client, Redactor())
-        finally:
-            await client.close()
-
-    return asyncio.run(read())
-
-
-async def _launch(o: LaunchOptions) -> int:
+async def _launch(o: LaunchOptions, provider) -> int:
     from gpubench.stores import StoreError, check_local_dir, parse_store
 
     from .pace import Pace
-    from .plan import fitting, resolve_gpu, resolve_setups, resolve_workload, run_command
+    from .plan import fitting, refuse_twice, resolve_setups, resolve_workload, run_command
 
     redact = Redactor()
     spec = resolve_workload(o.workload)
     setups = resolve_setups(spec, o.setups)
-    via = o.via or spec.via
-    if not o.gpus:
-        raise LaunchError("give at least one --gpu (see gpubench-launch gpus for the list)")
+    if not o.gpus and not provider.gpu_optional:
+        raise LaunchError("Missing option '--gpu': name a GPU type (gpubench-launch gpus lists Runcrate's)")
     try:
         pace = Pace.from_env()
     except ValueError as exc:
@@ -90,38 +73,27 @@ async def _launch(o: LaunchOptions) -> int:
     if not o.job_command:
         from .run_check import check_run_command
 
-        check_run_command(command)  # the job's own checks, here, before any API request (in --dry-run too)
-    if o.slurm:
-        from .slurm.launch import launch_on_slurm
-
-        return await launch_on_slurm(o, spec, setups, store, pace, redact)
-
-    client = make_client()
+        check_run_command(command)  # the job's own checks, here, before any request (in --dry-run too)
     try:
-        types = await fetch_types(client, redact)
-        deployment = o.deployment if via == "instance" else None
-        gpus = [await resolve_gpu(client, g, types, spec.gpu_count, deployment, o.region) for g in o.gpus]
+        await provider.open(o.dry_run)
+        gpus = [await provider.offer(g, spec) for g in o.gpus or provider.default_gpus(spec, o.smoke)]
+        refuse_twice(gpus)
         if not o.job_command:  # another command is not the workload's: its needs do not apply
             gpus = fitting(spec, gpus, setups, o.smoke)
-        if via == "instance" and len({g.gpu_type for g in gpus}) < len(gpus) and o.each:
-            raise LaunchError("the same GPU twice with --each")
-        plan = build_plan(o, spec, setups, via, gpus, deployment, store)
+        plan = build_plan(o, spec, setups, provider, gpus, store)
+        note = await provider.check([plan], o.dry_run)
+        over = provider.over_cap(plan, sum(provider.worst_case(plan, run) or 0.0 for run in plan.runs), 0.0)
         if o.dry_run:
-            from .show import print_plan
-
-            print_plan(plan)
+            provider.print_plan(plan, store, note)
+            if over:
+                raise LaunchError(over)
             return errors.OK
+        if over:  # before anything is submitted
+            raise LaunchError(over)
         await check_store(store, plan.runs[0].run_id, redact)
-        if via != "instance":
-            return await run_plan(client, plan, pace, redact, store, o.verbose)
-        # Instance calls are retried by the launcher itself, which counts the failures it meets.
-        counted = make_client(max_retries=0)
-        try:
-            return await run_plan(counted, plan, pace, redact, store, o.verbose)
-        finally:
-            await counted.close()
+        return await run_plan(provider, plan, pace, redact, store, o.verbose)
     finally:
-        await client.close()
+        await provider.close()
 
 
 async def check_store(store, run_id: str, redact: Redactor) -> None:
@@ -136,73 +108,59 @@ async def check_store(store, run_id: str, redact: Redactor) -> None:
         raise LaunchError(redact(str(exc))) from None
 
 
-def build_plan(o: LaunchOptions, spec, setups, via: str, gpus: list, deployment: str | None, store):
-    """The plan of one launch (one run per GPU with --each, else one run): what `--dry-run` prints."""
+def build_plan(o: LaunchOptions, spec, setups, provider, gpus: list, store):
+    """The plan of one launch (one run per GPU with --each, else one run), made the provider's: what `--dry-run`
+    prints."""
     from .plan import LaunchPlan, new_runs, run_command, safety_net_minutes
 
     plan = LaunchPlan(
-        workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=via,
+        workload=spec, setups=setups, smoke=o.smoke, repeats=o.repeats, via=None,
         image=o.image or spec.image,
-        command=o.job_command or study_command(o, run_command(spec, setups, o.smoke, o.repeats, o.overrides,
-                                                              o.weights)),
+        command=o.job_command or run_command(spec, setups, o.smoke, o.repeats, o.overrides, o.weights),
         max_runtime_minutes=safety_net_minutes(spec, o.max_minutes, o.max_runtime_minutes, o.smoke),
         runs=new_runs(spec, gpus, o.each), max_cost=o.max_cost, max_minutes=o.max_minutes,
-        capacity_wait_minutes=o.capacity_wait, region=o.region, deployment=deployment,
+        capacity_wait_minutes=o.capacity_wait, region=o.region,
         store_url=store.url if store else None, results_dir=o.results_dir, study=o.study, template=o.template,
         price_override=o.price,
     )
+    provider.shape(plan, o)
     for run in plan.runs:
         run.env = plan.env_for(run)
     return plan
 
 
-def study_command(o: LaunchOptions, command: str) -> str:
-    """first-matmul on a stock template installs what it needs first (a --template is a prepared one)."""
-    if o.study != "first-matmul" or o.template:
-        return command
-    from .runcrate.bootstrap import with_bootstrap
-
-    return with_bootstrap(command)
-
-
-async def run_plan(client, plan, pace, redact, store, verbose: bool) -> int:
+async def run_plan(provider, plan, pace, redact, store, verbose: bool) -> int:
     from .progress import ProgressView
 
     view = ProgressView(verbose=verbose)
-    outcomes = await run_launches(client, [(plan, store)], pace, redact, view)
-    launched = [o for o in outcomes if o.launched]
-    if not launched and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
-        raise LaunchError(outcomes[0].message)
-    for o in outcomes:  # one refused while others ran: that run has no result (3), and the others did run
-        if not o.launched and o.exit_code == errors.BAD_INPUT:
-            o.exit_code = errors.JOB_NOT_SUCCEEDED
+    outcomes = refusals(await run_launches(provider, [(plan, store)], pace, redact, view))
     view.summary(outcomes)
     return errors.combine([o.exit_code for o in outcomes])
 
 
-async def run_launches(client, plans: list, pace, redact, view, adopt: dict | None = None, cap=None) -> list:
-    """Every run of the given (plan, store) pairs at once, in one view, under the one request budget and one
-    Ctrl-C: a launch's runs, or a sweep's cells. `adopt` maps a run id to its job already submitted (a resumed
-    sweep follows it instead of submitting again); `cap` is a dollar cap shared by all the jobs."""
+def refusals(outcomes: list) -> list:
+    """Runs the place refused (sbatch's answer, a host's): all of them is bad input, one line and exit 2 (nothing
+    ran); one among runs that ran has no result, exit 3, as any run that did not succeed."""
+    if outcomes and not any(o.launched for o in outcomes) and all(o.exit_code == errors.BAD_INPUT for o in outcomes):
+        raise LaunchError(outcomes[0].message)
+    for o in outcomes:
+        if not o.launched and o.exit_code == errors.BAD_INPUT:
+            o.exit_code = errors.JOB_NOT_SUCCEEDED
+    return outcomes
+
+
+async def run_launches(provider, plans: list, pace, redact, view, adopt: dict | None = None, cap=None) -> list:
+    """Every run of the given (plan, store) pairs at once, on one provider, in one view, under one Ctrl-C: a launch's
+    runs, or a sweep's cells. `adopt` maps a run id to its job already submitted (a resumed sweep follows it instead
+    of submitting again); `cap` is a dollar cap shared by all the jobs."""
     from .context import InterruptHandler, Launch
 
+    adopt = dict(adopt or {})
     interrupted, live = asyncio.Event(), {}
-    runners, plan_of = [], {}
+    launches, plan_of = [], {}
     for plan, store in plans:
-        launch = Launch(client=client, plan=plan, pace=pace, view=view, redact=redact, store=store,
-                        interrupted=interrupted, live=live, cap=cap)
-        if plan.via == "instance":
-            from .runcrate.instance import InstanceRun
-
-            runners += [InstanceRun(launch, run, study=plan.study == "first-matmul") for run in plan.runs]
-        elif plan.via == "slurm":
-            from .slurm.job import SlurmRun
-
-            runners += [SlurmRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
-        else:
-            from .runcrate.jobs import JobRun
-
-            runners += [JobRun(launch, run, adopt=(adopt or {}).get(run.run_id)) for run in plan.runs]
+        launches.append(Launch(provider=provider, plan=plan, pace=pace, view=view, redact=redact, store=store,
+                               interrupted=interrupted, live=live, cap=cap))
         for run in plan.runs:
             view.add(run.run_id, run.label)
             plan_of[run.run_id] = (plan, run)
@@ -214,14 +172,14 @@ async def run_launches(client, plans: list, pace, redact, view, adopt: dict | No
         return plan.pricing(run, o.gpu, o.region)
 
     view.pricing = pricing
-    from .runcrate.budget import process_budget
-
-    budget = process_budget()
-    budget.listeners[:] = [view.pacing]
-    view.pacing_now = budget.holding_back
-    with InterruptHandler(launch):
+    provider.watch(view)
+    with InterruptHandler(launches[0]):
         view.start()
         try:
+            fresh = [(launch, run) for launch in launches for run in launch.plan.runs if run.run_id not in adopt]
+            adopt.update(await provider.submit_together(fresh) if fresh else {})
+            runners = [provider.runner(launch, run, adopt.get(run.run_id))
+                       for launch in launches for run in launch.plan.runs]
             results = await asyncio.gather(*(r.execute() for r in runners), return_exceptions=True)
         finally:
             view.stop()

@@ -1,5 +1,5 @@
 """The launch plan: which workload and setups, on which GPUs at what price, with which image,
-command and environment. Built from catalog metadata and /instances/types only; nothing here runs.
+command and environment. Built from catalog metadata and what the provider offers (provider.py); nothing here runs.
 """
 
 from __future__ import annotations
@@ -19,18 +19,20 @@ from gpubench.runid import new_run_id
 from .errors import LaunchError
 
 
-def _norm(name: str) -> str:
+def norm_gpu(name: str) -> str:
+    """A GPU name without case, spaces, '-' or '_': H100-SXM, h100_sxm and "H100 SXM" are one name."""
     return re.sub(r"[\s_-]", "", name).lower()
 
 
 @dataclass(frozen=True)
 class GpuChoice:
-    """One --gpu value resolved against /instances/types."""
+    """One --gpu value as a provider offers it (Provider.offer)."""
 
     requested: str  # as the user wrote it
-    gpu_type: str  # Runcrate's spelling
+    gpu_type: str  # the provider's spelling
     count: int
-    rows: tuple[Any, ...]  # matching InstanceType rows (one per region and deployment), cheapest first
+    rows: tuple[Any, ...]  # its price rows (Runcrate's instance types: one per region and deployment), cheapest
+    # first; none where nothing is billed (an owned cluster or host)
 
     @property
     def price(self) -> float | None:
@@ -64,59 +66,16 @@ def split_count(requested: str, default_count: int) -> tuple[str, int]:
     return name, int(count_text)
 
 
-def match_gpu_name(name: str, types: list[Any]) -> str | None:
-    names = sorted({t.gpu_type for t in types})
-    if name in names:
-        return name
-    close = [n for n in names if _norm(n) == _norm(name)]
-    return close[0] if len(close) == 1 else None
-
-
-def region_matches(wanted: str | None, region: str | None) -> bool:
-    """--region takes a region id or the start of one (us-east)."""
-    return not wanted or (region or "").lower().startswith(wanted.strip().lower())
-
-
-async def resolve_gpu(
-    client, requested: str, types: list[Any], default_count: int, deployment: str | None = None,
-    region: str | None = None,
-) -> GpuChoice:
-    """A --gpu value as Runcrate spells it, with its rows; unknown names fail listing the valid ones."""
-    name, count = split_count(requested, default_count)
-    gpu_type = match_gpu_name(name, types)
-    if gpu_type is None:
-        # The API may know other spellings (h100-sxm for H100): ask it before giving up.
-        from .runcrate.client import api_errors
-
-        try:
-            rows = await client.instances.list_types(gpu_type=name)
-        except api_errors():
-            rows = []
-        known = {t.gpu_type for t in types}
-        aliases = {t.gpu_type for t in rows if t.gpu_type in known}
-        if len(aliases) == 1:
-            gpu_type = aliases.pop()
-    if gpu_type is None:
-        raise LaunchError(str(UnknownName("GPU", name, sorted({t.gpu_type for t in types}))))
-    rows = [t for t in types if t.gpu_type == gpu_type]
-    if deployment:
-        wanted = [t for t in rows if (t.deployment_type or "") == deployment]
-        if not wanted:
-            offered = sorted({t.gpu_type for t in types if (t.deployment_type or "") == deployment})
-            listed = ", ".join(offered) or "none"
-            raise LaunchError(f"no {deployment}-type {gpu_type} in /instances/types; {deployment} types: {listed}")
-        rows = wanted
-    if region:
-        here = [t for t in rows if region_matches(region, t.region)]
-        if not here:
-            offered = ", ".join(sorted({t.region for t in rows})) or "none"
-            raise LaunchError(f"no {gpu_type} in region {region!r}; regions offering it: {offered}")
-        rows = here
-    exact = sorted((t for t in rows if t.gpu_count == count), key=lambda t: t.hourly_rate)
-    if not exact:
-        counts = ", ".join(str(c) for c in sorted({t.gpu_count for t in rows}))
-        raise LaunchError(f"no {gpu_type} with {count} GPU(s) in /instances/types; counts offered: {counts}")
-    return GpuChoice(requested=requested, gpu_type=gpu_type, count=count, rows=tuple(exact))
+def refuse_twice(gpus: list[GpuChoice]) -> None:
+    """Each GPU (type and count) once: two --gpu values naming one are a mistake, whatever the provider (as
+    fallbacks the second is never tried; with --each or on a cluster it is the same run twice)."""
+    seen: dict[tuple[str, int], str] = {}
+    for choice in gpus:
+        key = (norm_gpu(choice.gpu_type), choice.count)
+        if key in seen:
+            raise LaunchError(f"the same GPU twice: --gpu {seen[key]} and --gpu {choice.requested} are both"
+                              f" {choice.wire}; give each GPU once")
+        seen[key] = choice.requested
 
 
 def fitting(spec: WorkloadSpec, choices: list[GpuChoice], setups: list[str] | None, smoke: bool) -> list[GpuChoice]:
@@ -189,7 +148,6 @@ class RunPlan:
     run_id: str
     candidates: list[GpuChoice]
     env: dict[str, str] = field(default_factory=dict)
-    batch: Any = None  # via "slurm": the batch job it is a task of (slurm/batch.py), when planned with others
 
     @property
     def gpu_requested(self) -> str:
@@ -220,7 +178,7 @@ class LaunchPlan:
     setups: list[str] | None
     smoke: bool
     repeats: int | None
-    via: str  # job | instance
+    via: str | None  # how its provider runs it, where it has several ways (Runcrate: job | instance)
     image: str
     command: str
     max_runtime_minutes: int
@@ -236,11 +194,13 @@ class LaunchPlan:
     template: str | None = None  # instance path: the Runcrate template to boot
     price_override: float | None = None  # --price: the hourly rate for cost metrics and estimates
     extra_tags: dict[str, str] = field(default_factory=dict)  # a sweep's: which sweep and cell a job is
-    slurm: Any = None  # via "slurm": the cluster (slurm.plan.SlurmConfig) the run is a batch job on
+    provider: str = "runcrate"  # the registry's name of where it runs (providers.py), set by Provider.shape
+    settings: Any = None  # that provider's settings for it (a Slurm cluster's SlurmConfig, a Docker host)
 
     @property
     def launcher_name(self) -> str:
-        return "slurm" if self.via == "slurm" else f"runcrate-{self.via}"
+        """GPUBENCH_LAUNCHER, as the run's environment block records it: runcrate-job, runcrate-instance, slurm."""
+        return f"{self.provider}-{self.via}" if self.via else self.provider
 
     def env_for(self, run: RunPlan) -> dict[str, str]:
         env = {
@@ -298,6 +258,7 @@ class LaunchPlan:
             "smoke": self.smoke,
             "repeats": self.repeats,
             "via": self.via,
+            "provider": self.provider,
             "launcher": self.launcher_name,
             "launcher_version": __version__,
             "gpus": [

@@ -36,6 +36,14 @@ def format_metrics(metrics: dict, limit: int = 2) -> str:
     return ", ".join(parts)
 
 
+def add_columns(table, names: tuple[str, ...]) -> None:
+    """The first column, the run id, is never broken (it is what a person copies into `gpubench-launch status`);
+    the others fold to fit the terminal."""
+    table.add_column(names[0], no_wrap=True)
+    for name in names[1:]:
+        table.add_column(name, overflow="fold")
+
+
 class ProgressView:
     QUIET = ("planned", "submitting", "refused", "ssh key")  # said on a terminal only (the live table)
     def __init__(self, verbose: bool = False):
@@ -121,8 +129,7 @@ class ProgressView:
         from rich.table import Table
 
         table = Table(title="gpubench-launch", expand=False, caption=self.pacing_now())
-        for column in ("run", "GPU", "status", "phase", "setups", "latest", "cost $", "time"):
-            table.add_column(column, overflow="fold")
+        add_columns(table, ("run", "GPU", "status", "phase", "setups", "latest", "cost $", "time"))
         for run in self.runs.values():
             elapsed = time.monotonic() - run.started
             table.add_row(
@@ -138,8 +145,7 @@ class ProgressView:
 
         self.stop()
         table = Table(title="gpubench-launch summary")
-        for column in ("run", "GPU", "region", "job", "setups ok", "cost $", "time", "exit"):
-            table.add_column(column, overflow="fold")
+        add_columns(table, ("run", "GPU", "region", "job", "setups ok", "cost $", "time", "exit"))
         for o in outcomes:
             table.add_row(
                 o.run_id, o.gpu or "-", o.region or "-", o.status, f"{o.setups_ok}/{o.setups_total}",
@@ -152,8 +158,7 @@ class ProgressView:
         rows = [(o, s) for o in outcomes for s in o.setups if o.run_id not in self.finished]
         if rows:
             results = Table(title="results")
-            for column in ("run", "setup", "status", "metrics (median)"):
-                results.add_column(column, overflow="fold")
+            add_columns(results, ("run", "setup", "status", "metrics (median)"))
             for o, s in rows:
                 results.add_row(o.run_id, s["setup"], s["status"], s["metrics"])
             self.console.print(results)

@@ -18,6 +18,17 @@ from .progress import ProgressView, format_metrics, stdout_sink
 from .redact import Redactor
 
 JOB_FILE = "job.json"
+FOLDER_DEPTH = 5  # a sweep's runs are <results>/<sweep id>/<workload>/<gpu>/<args key>/<run id>
+
+
+def find_run_folder(results_dir: str, run_id: str) -> Path | None:
+    """A run's folder under a results folder: a launch's (<results>/<run id>) or a sweep cell's."""
+    root = Path(results_dir)
+    for depth in range(FOLDER_DEPTH):
+        for path in root.glob("*/" * depth + run_id):
+            if path.is_dir():
+                return path
+    return None
 
 
 @dataclass

@@ -32,6 +32,8 @@ def assert_one_line_error(result, *fragments: str) -> str:
     (["train-compile", "--gpu", "L40S", "--setups", "eager-sdpa,fast"], ["unknown setup 'fast'", "compile-eager"]),
     (["train-compile", "--gpu", "L40S", "--max-cost", "-1"], ["--max-cost", "-1"]),
     (["train-compile", "--gpu", "L40S:9"], ["count after ':' must be 1 to 8"]),
+    (["train-compile", "--gpu", "RTX5090", "--gpu", "rtx5090"], ["the same GPU twice", "RTX5090"]),
+    (["train-compile", "--gpu", "L40S", "--gpu", "H100", "--gpu", "L40S", "--each"], ["the same GPU twice"]),
     (["train-compile", "--gpu", "A100-80GB:4"], ["no A100-80GB with 4 GPU(s)", "counts offered: 1, 2"]),
     (["train-compile", "--gpu", "A100", "--via", "instance"], ["no container-type A100", "L40S"]),
     (["train-compile"], ["Missing option '--gpu'"]),

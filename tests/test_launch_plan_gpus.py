@@ -12,7 +12,8 @@ from runcrate import AsyncRuncrate
 from runcrate.models.instances import InstanceType
 
 from gpubench.launcher.errors import LaunchError
-from gpubench.launcher.plan import GpuChoice, match_gpu_name, region_matches, resolve_gpu, split_count
+from gpubench.launcher.plan import GpuChoice, split_count
+from gpubench.launcher.runcrate.types import match_gpu_name, region_matches, resolve_gpu
 
 
 def row(id_, gpu, count, region, rate, deployment="container"):

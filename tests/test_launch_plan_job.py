@@ -146,7 +146,8 @@ def test_config_json_is_the_plan_with_env_names_only():
                   price_override=1.25).config(run)
     assert config == {
         "run_id": "embed-r1", "workload": "embed", "study": EMBED.study, "setups": ["bge-small-128"], "smoke": True,
-        "repeats": 2, "via": "job", "launcher": "runcrate-job", "launcher_version": __version__,
+        "repeats": 2, "via": "job", "provider": "runcrate", "launcher": "runcrate-job",
+        "launcher_version": __version__,
         "gpus": [
             {"requested": "l40s", "gpu_type": "L40S", "count": 1, "usd_per_hour": 0.86,
              "usd_per_hour_by_region": {"eu-west-1": 0.89, "us-east-1": 0.86},

@@ -11,10 +11,10 @@ from terminal import on_terminal
 from test_launch_support import launch
 
 from gpubench.catalog import WORKLOADS
-from gpubench.launcher.launch import fetch_types
-from gpubench.launcher.plan import LaunchPlan, new_runs, resolve_gpu
+from gpubench.launcher.plan import LaunchPlan, new_runs
 from gpubench.launcher.redact import Redactor
 from gpubench.launcher.runcrate.client import make_client
+from gpubench.launcher.runcrate.types import fetch_types, resolve_gpu
 
 fake, launcher_env = support.fake, support.launcher_env
 

@@ -45,8 +45,10 @@ def fake(request):
 
 @pytest.fixture
 def launcher_env(fake, monkeypatch, tmp_path):
-    """The process environment of an in-process launcher pointed at the fake, in its own folder."""
-    for name in [k for k in os.environ if k.startswith(("GPUBENCH_", "RUNCRATE_"))]:
+    """The process environment of an in-process launcher pointed at the fake, in its own folder (and at no Slurm
+    cluster or Docker host that `status` or `cleanup` would also ask)."""
+    for name in [k for k in os.environ if k.startswith(("GPUBENCH_", "RUNCRATE_")) or k in ("DOCKER_HOST",
+                                                                                               "SLURM_CONF")]:
         monkeypatch.delenv(name)
     env = {"RUNCRATE_API_KEY": API_KEY, "RUNCRATE_BASE_URL": fake.base_url,
            "GPUBENCH_STATE_DIR": str(tmp_path / "state"), **LAUNCHER_PACE}

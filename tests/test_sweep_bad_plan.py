@@ -50,6 +50,15 @@ def test_bad_plan_is_one_line_and_no_request(name, fake, launcher_env, capsys, t
     assert not (tmp_path / "gpubench-results").exists()
 
 
+def test_a_plan_that_is_not_utf8_is_one_line(fake, launcher_env, capsys, tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_bytes(plan_text(CELL).encode() + b"# caf\xe9, written in Latin-1\n")
+    result = sweep(capsys, str(path))
+    assert result.code == 2, result.stderr
+    assert result.stderr == f"gpubench-launch: error: plan {path} is not UTF-8 text\n"
+    assert fake.requests == [] and not (tmp_path / "gpubench-results").exists()
+
+
 def test_a_missing_plan_file(fake, launcher_env, capsys, tmp_path):
     result = sweep(capsys, str(tmp_path / "nope.toml"))
     assert result.code == 2 and result.stderr.count("\n") == 1 and "cannot read plan" in result.stderr

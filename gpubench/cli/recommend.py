@@ -44,7 +44,7 @@ def run(study: str, sources: list[str], metric: str | None, target_text: str | N
 
 def current_prices() -> dict[str, float]:
     """Each Runcrate GPU type's cheapest 1-GPU hourly rate now (GET /instances/types); needs RUNCRATE_API_KEY."""
-    from gpubench.launcher.launch import instance_types
+    from gpubench.launcher.runcrate.types import instance_types
 
     prices: dict[str, float] = {}
     for row in instance_types():

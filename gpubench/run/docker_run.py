@@ -164,16 +164,25 @@ def device_requests(gpus: str | int | None) -> list:
 
 
 def container_spec(spec: WorkloadSpec, args: RunArgs, *, image: str, cache_volume: str, env: dict[str, str],
-                   gpus: str | None = "all") -> dict:
-    """Keyword arguments for docker's client.containers.create(...) (or .run(..., detach=True))."""
+                   gpus: str | None = "all", command: list[str] | None = None, entrypoint: list[str] | None = None,
+                   labels: dict[str, str] | None = None, owned: bool = True) -> dict:
+    """Keyword arguments for docker's client.containers.create(...) (or .run(..., detach=True)).
+
+    command: the arguments of the image's entrypoint (`gpubench`), else `args`' own; entrypoint: another one. labels:
+    more labels. owned: the container is this process's (its owner label: a later `gpubench run --docker` removes it
+    once this process is gone); `gpubench-launch --docker-host` leaves it out, so a later call can follow it again."""
     from docker.types import Ulimit
 
-    labels = {LABEL: "1", f"{LABEL}.workload": spec.name, f"{LABEL}.version": __version__, OWNER_LABEL: owner()}
+    labels = {LABEL: "1", f"{LABEL}.workload": spec.name, f"{LABEL}.version": __version__, **(labels or {})}
+    if owned:
+        labels[OWNER_LABEL] = owner()
     if args.run_id:
         labels[f"{LABEL}.run-id"] = args.run_id
+    extra = {"entrypoint": entrypoint} if entrypoint else {}
     return {
         "image": image,
-        "command": args.to_argv(),  # the entrypoint is `gpubench`
+        "command": args.to_argv() if command is None else command,  # the entrypoint is `gpubench`
+        **extra,
         "device_requests": device_requests(gpus),
         "volumes": {cache_volume: {"bind": CACHE_DIR, "mode": "rw"}},
         "environment": {**env, "HF_HOME": HF_HOME, "PYTHONUNBUFFERED": "1",
@@ -190,19 +199,34 @@ def container_spec(spec: WorkloadSpec, args: RunArgs, *, image: str, cache_volum
     }
 
 
-def connect(timeout: float | None = 60):
-    """A client for the engine DOCKER_HOST (or the default socket) names, or DockerUnavailable.
+def connect(timeout: float | None = 60, url: str | None = None):
+    """A client for the engine `url` names (unix://..., ssh://user@host, tcp://...), else DOCKER_HOST (or the default
+    socket), or DockerUnavailable.
 
     timeout=None for a client that streams output: the SDK's attach keeps the socket timeout, and a workload may be
     silent for minutes (a model loading, a graph compiling)."""
     docker = _docker()
     try:
-        client = docker.from_env(timeout=timeout)
+        client = docker.DockerClient(base_url=url, timeout=timeout) if url else docker.from_env(timeout=timeout)
         client.ping()
     except docker.errors.DockerException as exc:
-        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        where = url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        if "paramiko" in str(exc):
+            raise DockerUnavailable(f"{where}: reaching a Docker engine over ssh:// needs paramiko (pip install"
+                                    " 'gpubench[docker]')") from None
+        raise DockerUnavailable(f"no Docker engine reachable at {where} ({_reason(exc)})") from None
+    except _ssh_errors() as exc:  # an ssh:// engine: paramiko's own (refused, an unknown host key, no key)
+        where = url or os.environ.get("DOCKER_HOST")
         raise DockerUnavailable(f"no Docker engine reachable at {where} ({_reason(exc)})") from None
     return client
+
+
+def _ssh_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from paramiko import SSHException
+    except ImportError:
+        return (OSError, EOFError)
+    return (OSError, EOFError, SSHException)
 
 
 def _reason(exc: BaseException) -> str:

@@ -8,7 +8,6 @@ alone unless --all is given: this host cannot tell whether its launcher still wa
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +39,6 @@ def attachment(state: dict | None, tag: str | None) -> bool | None:
     return None
 
 
-def cleanup(all_hosts: bool, dry_run: bool) -> int:
-    return asyncio.run(_cleanup(all_hosts, dry_run))
-
-
 async def survey(client, states: dict[str, dict]) -> list[Found]:
     found: list[Found] = []
     async for job in client.jobs.list_all(status=list(LIVE_JOB), tags={"gpubench": "1"}):
@@ -65,13 +60,14 @@ async def survey(client, states: dict[str, dict]) -> list[Found]:
     return found
 
 
-async def _cleanup(all_hosts: bool, dry_run: bool) -> int:
+async def cleanup(provider: str, all_hosts: bool, dry_run: bool) -> int:
+    """`provider`: the registry's name of Runcrate; state files of other providers' runs are theirs to read."""
     from ..pace import Pace
     from .stopping import cancel_job, terminate_instance
 
     redact = Redactor()
     pace = Pace.from_env()
-    states = {s["run_id"]: s for s in all_states() if "run_id" in s}
+    states = {s["run_id"]: s for s in all_states() if "run_id" in s and s.get("provider", provider) == provider}
     client = make_client()
     code = errors.OK
     try:

@@ -74,11 +74,11 @@ def stream_command(run_id: str, stream: str, offset: int) -> str:
 
 
 class InstanceRun:
-    def __init__(self, launch: Launch, run: RunPlan, study: bool = False):
+    def __init__(self, launch: Launch, run: RunPlan, client, study: bool = False):
         self.launch = launch
         self.run = run
         self.study = study
-        self.client = launch.client
+        self.client = client
         self.pace = launch.pace
         self.view = launch.view
         self.redact = launch.redact
@@ -110,7 +110,8 @@ class InstanceRun:
         started = time.monotonic()
         folder = RunFolder(plan.results_dir, self.run_id, plan.config(self.run), self.view, self.redact)
         state = LaunchState(self.run_id)
-        state.save(kind="instance", workload=plan.workload.name, instance_name=self.name, instance_id=None)
+        state.save(provider=plan.provider, kind="instance", workload=plan.workload.name, instance_name=self.name,
+                   instance_id=None)
         self.state = state
         try:
             try:
@@ -450,8 +451,10 @@ class InstanceRun:
     def facts(self) -> dict[str, Any]:
         instance = self.instance
         return {
+            "provider": self.launch.plan.provider,
             "via": "instance",
             "run_id": self.run_id,
+            "job_id": instance.id if instance else None,  # the instance is the run's job
             "instance_id": instance.id if instance else None,
             "instance_name": self.name,
             "instance_type_id": self.row.id if self.row else None,
@@ -464,6 +467,9 @@ class InstanceRun:
             "region": self.row.region if self.row else None,
             "cost_per_hour": self.row.hourly_rate if self.row else None,
             "cost_usd": self.cost_estimate(),
+            "gpu_hours": None,  # billed in dollars: cost_usd
+            "error": self.lost,
+            "started_at": self.times.get("api_running_s"),  # seconds after the create call; None: never ran
             "cost_note": "estimated: hourly rate x time from API running to terminate (billing starts at running)",
             "timeline_s": self.times,
             "failures": self.calls.failures,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import errors
@@ -42,11 +44,11 @@ def job_region(job) -> str | None:
 
 
 class JobRun:
-    def __init__(self, launch: Launch, run: RunPlan, adopt=None):
+    def __init__(self, launch: Launch, run: RunPlan, client, adopt=None):
         self.launch = launch
         self.adopt = adopt  # a job this run already submitted (a resumed sweep): followed, not submitted again
         self.run = run
-        self.client = launch.client
+        self.client = client
         self.pace = launch.pace
         self.view = launch.view
         self.run_id = run.run_id
@@ -63,9 +65,11 @@ class JobRun:
     async def execute(self) -> RunOutcome:
         plan = self.launch.plan
         started = time.monotonic()
+        if self.adopt is not None:  # a killed launcher's partial folder: the job's log is read again from its start
+            shutil.rmtree(Path(plan.results_dir) / self.run_id, ignore_errors=True)
         folder = RunFolder(plan.results_dir, self.run_id, plan.config(self.run), self.view, self.launch.redact)
         state = LaunchState(self.run_id)
-        state.save(kind="job", workload=plan.workload.name, job_id=None)
+        state.save(provider=plan.provider, kind="job", workload=plan.workload.name, job_id=None)
         try:
             job = self.adopt if self.adopt is not None else await self.submit()
         except Refused as exc:
@@ -273,6 +277,7 @@ class JobRun:
             except api_errors() as exc:
                 self.notes.append(f"final status unknown: {describe(exc, self.launch.redact)}")
         facts: dict[str, Any] = {
+            "provider": self.launch.plan.provider,
             "via": "job",
             "run_id": self.run_id,
             "job_id": job_id,
@@ -284,6 +289,7 @@ class JobRun:
             "gpu_count": self.job.gpu_count,
             "region": job_region(self.job),
             "cost_usd": self.job.cost_usd,
+            "gpu_hours": None,  # billed in dollars: cost_usd
             "cost_per_hour": self.job.cost_per_hour,
             "created_at": self.job.created_at,
             "started_at": self.job.started_at,

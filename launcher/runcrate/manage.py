@@ -1,8 +1,8 @@
-"""`status`, `logs` and `cancel` for a run id (any launcher's run: looked up through the API)."""
+"""`status`, `logs` and `cancel` for a run id (any launcher's run: looked up through the API by its tag or name).
+Each answers None when the API knows no job or instance of that run (another provider may)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import sys
 from pathlib import Path
@@ -14,30 +14,23 @@ from .client import api_errors, describe, make_client
 from .follow import LostContact
 from .lookup import find_run
 
-
-def _run(coro) -> int:
-    return asyncio.run(coro)
+NOT_FOUND = "no gpubench job or instance for run id {run_id!r}"
 
 
 async def _find(client, run_id: str, redact: Redactor):
     try:
-        kind, thing = await find_run(client, run_id)
+        return await find_run(client, run_id)
     except api_errors() as exc:
         raise LaunchError(f"cannot look up run {run_id}: {describe(exc, redact)}") from None
-    if kind is None:
-        raise LaunchError(f"no gpubench job or instance for run id {run_id!r}")
-    return kind, thing
 
 
-def status(run_id: str, results_dir: str) -> int:
-    return _run(_status(run_id, results_dir))
-
-
-async def _status(run_id: str, results_dir: str) -> int:
+async def status(run_id: str, results_dir: str) -> int | None:
     redact = Redactor()
     client = make_client()
     try:
         kind, thing = await _find(client, run_id, redact)
+        if kind is None:
+            return None
         recovered = None
         if kind == "job":  # a launcher that died leaves the end of the records to the job's artifacts
             from .artifacts import resume_folder
@@ -70,15 +63,13 @@ async def _status(run_id: str, results_dir: str) -> int:
     return errors.OK
 
 
-def logs(run_id: str, follow: bool, results_dir: str) -> int:
-    return _run(_logs(run_id, follow, results_dir))
-
-
-async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
+async def logs(run_id: str, follow: bool, results_dir: str) -> int | None:
     redact = Redactor()
     client = make_client()
     try:
         kind, thing = await _find(client, run_id, redact)
+        if kind is None:
+            return None
         if kind != "job":
             local = Path(results_dir) / run_id / "run.log"
             raise LaunchError(f"run {run_id} ran on an instance; its output is in {local} and results.jsonl")
@@ -109,11 +100,7 @@ async def _logs(run_id: str, follow: bool, results_dir: str) -> int:
         await client.close()
 
 
-def cancel(run_id: str) -> int:
-    return _run(_cancel(run_id))
-
-
-async def _cancel(run_id: str) -> int:
+async def cancel(run_id: str) -> int | None:
     from ..pace import Pace
     from .stopping import cancel_job, terminate_instance
 
@@ -122,6 +109,8 @@ async def _cancel(run_id: str) -> int:
     client = make_client()
     try:
         kind, thing = await _find(client, run_id, redact)
+        if kind is None:
+            return None
         if kind == "job":
             if thing.finished:
                 sys.stderr.write(f"gpubench-launch: job {thing.id} already {thing.status}\n")

@@ -1,2 +1,3 @@
-"""Runs on a Slurm cluster: the cluster table and batch script, the Slurm commands, one batch job's run, and a
-sweep's cells as batch jobs."""
+"""The Slurm provider: runs on an owned cluster. The cluster table, one submission on disk (a job of its own or a
+sweep's array), the Slurm commands, one job's or array task's run, a sweep's cells as job arrays, and the runs
+looked up by id."""

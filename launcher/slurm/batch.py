@@ -77,6 +77,22 @@ class BatchTask:
         return Path(shutil.move(live, self.run_folder / live.name))
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """A task of an array this call submitted with others (Slurm.submit_together), as its run's runner is handed
+    it: followed as this call's own job (timed from sbatch's answer). Its batch's job_id is None when sbatch refused
+    it (`refused` says why) or a Ctrl-C came first."""
+
+    task: BatchTask
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """A task an earlier call submitted and left running (Slurm.left_behind): followed again, never submitted."""
+
+    task: BatchTask
+
+
 @dataclass
 class Batch:
     """One sbatch submission: its name (--job-name, and its side folder's), --comment, the sbatch options its tasks
@@ -90,6 +106,7 @@ class Batch:
     array: bool = False
     throttle: int = 1
     job_id: str | None = None  # once submitted (an array's own id)
+    submitted_at: float | None = None  # monotonic, when this call's sbatch answered (None: an earlier call's)
     refused: str | None = None  # sbatch's reason, once it refused
     submitting: object = field(default=None, repr=False)  # the asyncio.Lock of its one submission (queue.py)
     _created: Path | None = field(default=None, repr=False)  # the first folder write() made
@@ -156,8 +173,8 @@ class Batch:
         self.script_path.write_text(self.script())
         self._save()
 
-    def submitted(self, job_id: str) -> None:
-        self.job_id = job_id
+    def submitted(self, job_id: str, at: float | None = None) -> None:
+        self.job_id, self.submitted_at = job_id, at
         self._save()
 
     def discard(self) -> None:
@@ -244,7 +261,7 @@ def _utc(text: str) -> datetime:
 
 def run_parts(plan, run, store) -> tuple[list[str], list[str]]:
     """A run's sbatch options (what its job asks the scheduler for) and its job command."""
-    slurm = plan.slurm
+    slurm = plan.settings
     choice = run.candidates[0]
     gpu = slurm.gpu(choice.requested)
     cpus = slurm.cpus(plan.workload, plan.smoke, choice.count)

@@ -156,6 +156,23 @@ def queue(names: list[str]) -> dict[str, SlurmJob]:
     return {job.job_id: job for job in _squeue(f"--name={','.join(sorted(set(names)))}")}
 
 
+def job(job_id: str) -> SlurmJob | None:
+    """One job (or array task: `12_3`) as squeue shows it; None once the controller forgot it (after MinJobAge)."""
+    try:
+        found = _squeue(f"--jobs={job_id}")
+    except SlurmError as exc:
+        if "Invalid job id" in str(exc):
+            return None
+        raise
+    return next((j for j in found if j.job_id == job_id), None)
+
+
+def tagged(prefix: str) -> list[SlurmJob]:
+    """This user's jobs (each array task on its own; pending, running, and ended within MinJobAge) whose comment
+    starts with prefix: gpubench's, whatever folder they were launched from."""
+    return [j for j in _squeue() if j.comment.startswith(prefix)]
+
+
 def cancel(job_ids: list[str] | str, signal: str | None = None) -> None:
     """scancel: with a signal (INT), sent to the jobs' steps so `gpubench run` stores what it measured;
     without, the jobs are ended (SIGTERM, then SIGKILL after the cluster's KillWait)."""

@@ -28,10 +28,11 @@ from .. import errors
 from ..context import Launch
 from ..plan import RunPlan
 from ..results import RunFolder, RunOutcome
+from ..state import LaunchState
 from . import commands
-from .batch import BatchTask, TaskEnd
+from .batch import BatchTask, Earlier, Submitted, TaskEnd
 from .plan import SIGINT_BEFORE_LIMIT_S
-from .queue import queue_for, submit
+from .queue import submit
 
 ENDED_OK = "COMPLETED"
 KILLED = ("CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")  # no exit file
@@ -71,14 +72,18 @@ class OutputFollower:
 
 
 class SlurmRun:
-    def __init__(self, launch: Launch, run: RunPlan, adopt: BatchTask | None = None):
+    """One run as a batch job of its own (`adopt` None: this runner submits it), as a task of an array this call
+    submitted with others (`Submitted`: Slurm.submit_together), or as a task an earlier call left (`Earlier`:
+    followed again, never submitted, not timed)."""
+
+    def __init__(self, launch: Launch, run: RunPlan, adopt: Submitted | Earlier | None = None):
         from .batch import task_of_its_own
 
         self.launch = launch
         self.run = run
-        self.adopted = adopt is not None  # a task an earlier call submitted: followed, not submitted again
-        self.task: BatchTask = adopt or run.batch or task_of_its_own(launch.plan, run, launch.store)
-        self.queue = queue_for(launch)
+        self.earlier = isinstance(adopt, Earlier)
+        self.task: BatchTask = adopt.task if adopt is not None else task_of_its_own(launch.plan, run, launch.store)
+        self.queue = launch.provider.queue  # the call's one squeue answer per poll
         self.view = launch.view
         self.pace = launch.pace
         self.run_id = run.run_id
@@ -100,22 +105,27 @@ class SlurmRun:
         batch = self.task.batch
         self.queue.watch(batch.name)
         folder = RunFolder(str(self.task.results_dir), self.run_id, {}, self.view, self.launch.redact, mirror=True)
-        if not self.adopted:
+        if not self.earlier:
             if self.launch.interrupted.is_set() and batch.job_id is None:  # (an array already in: follow its task)
                 return RunOutcome(self.run_id, errors.INTERRUPTED, "not launched", launched=False,
                                   message="interrupted before the job was submitted")
-            self.view.update(self.run_id, status="submitting")
-            try:
+            if batch.job_id is None:
+                self.view.update(self.run_id, status="submitting")
+            try:  # a job of its own is submitted here; an array submit_together sent answers at once
                 await submit(batch, str(batch.side), self.queue)
             except commands.SlurmError as exc:
                 self.view.update(self.run_id, status="refused")
                 return RunOutcome(self.run_id, errors.BAD_INPUT, "refused", message=str(exc), launched=False)
-            self.submitted_at = time.monotonic()
+            self.submitted_at = batch.submitted_at
+        state = LaunchState(self.run_id)  # cleanup's: whether a launcher still follows the job
+        state.save(provider=plan.provider, kind="slurm job", job_id=self.job_id, job_name=batch.name,
+                   side=str(batch.side))
         self.launch.live[self.run_id] = f"slurm job {self.job_id}"
-        gpu = plan.slurm.gpu(self.run.candidates[0].requested)
+        self.launch.provider.followed[self.run_id] = self.job_id  # named by a second Ctrl-C's scancel line
+        gpu = plan.settings.gpu(self.run.candidates[0].requested)
         what = f"task {self.task.index} of array {batch.job_id}, " if batch.array else ""
-        self.view.say(self.run_id, f"slurm job {self.job_id} {'followed again' if self.adopted else 'submitted'} "
-                                   f"({what}partition {gpu.partition}, {plan.slurm.way})")
+        self.view.say(self.run_id, f"slurm job {self.job_id} {'followed again' if self.earlier else 'submitted'} "
+                                   f"({what}partition {gpu.partition}, {plan.settings.way})")
         follower = OutputFollower(self.task.output(), lambda line: self._timed(folder.feed(line)))
         try:
             await self.follow_until_end(follower)
@@ -131,6 +141,8 @@ class SlurmRun:
         if not store_ok:
             code = max(code, errors.LAUNCHER_TROUBLE)
         self.launch.live.pop(self.run_id, None)
+        if self.cancel_confirmed is not False:
+            state.remove()
         ok, total = folder.setup_counts()
         return RunOutcome(self.run_id, code, self.stopped_by or facts["state"].lower(), gpu=gpu.name,
                           region=gpu.partition, duration_s=time.monotonic() - started, setups_ok=ok,
@@ -269,7 +281,7 @@ def job_facts(task: BatchTask, plan, run: RunPlan, state: commands.SlurmJob | No
     exit_code = end.exit_code if end is not None else (commands.exit_code(task.job_id) if state else None)
     time_limit = end is not None and end.time_limit
     count = run.candidates[0].count
-    gpu = plan.slurm.gpu(run.candidates[0].requested)
+    gpu = plan.settings.gpu(run.candidates[0].requested)
     minutes = task.batch.time_minutes or plan.max_runtime_minutes
     seconds = _seconds(state.elapsed) if state is not None else (end.seconds if end is not None else None)
     if seconds is None and seen is not None:
@@ -292,6 +304,7 @@ def job_facts(task: BatchTask, plan, run: RunPlan, state: commands.SlurmJob | No
         error = f"exit code {exit_code}" if exit_code is not None else f"{name.lower()} ({source})"
     batch = task.batch
     return {
+        "provider": plan.provider,
         "via": "slurm",
         "run_id": task.run_id,
         "job_id": task.job_id,
@@ -314,7 +327,7 @@ def job_facts(task: BatchTask, plan, run: RunPlan, state: commands.SlurmJob | No
         "gpu_hours": round((seconds or 0.0) / 3600 * count, 6),
         "started_at": started_at if ran else None,
         "ended_at": _iso(end.ended_at) if end is not None and end.ended_at else None,
-        "way": plan.slurm.way,
+        "way": plan.settings.way,
         "script": str(batch.script_path),
         "cost_usd": 0.0,
     }

@@ -37,6 +37,7 @@ from gpubench.registry import UnknownName
 
 from ..errors import LaunchError, Table, read_table
 
+TABLE = "slurm"  # the table of a cluster file (--slurm FILE) or a sweep plan
 CONTAINERS = ("pyxis", "apptainer")
 SIGINT_BEFORE_LIMIT_S = 60  # --signal=B:INT@60: the run is interrupted (and stores) before Slurm kills it
 SMOKE_CPUS_PER_GPU = 1  # a --smoke run is CPU-sized: Slurm's own default, so a smoke sweep's jobs share a node
@@ -264,3 +265,11 @@ def comment_for(tags: dict[str, str], run_id: str | None = None, array: str | No
     if array:
         parts.append(f"array={array}")
     return ",".join(parts)
+
+
+def comment_fields(comment: str) -> dict[str, str]:
+    """A gpubench job's --comment read back ({} for another job's): run (a job of its own), sweep, cell, array."""
+    head, _, rest = comment.partition(",")
+    if head != COMMENT_PREFIX:
+        return {}
+    return dict(part.partition("=")[::2] for part in rest.split(",") if "=" in part)

@@ -1,13 +1,12 @@
-"""What the runs of one launcher call share on a Slurm cluster: one squeue call per poll for all their jobs (by
-name: the controller's load stays flat however many cells a sweep has), and one sbatch per batch however many of
-its tasks ask for it (an array is submitted by the first of its runs to start, for all of them: the sweep's
-"submit together")."""
+"""What the runs of one launcher call share on a Slurm cluster (the Slurm provider holds the queue): one squeue call
+per poll for all their jobs (by name: the controller's load stays flat however many cells a sweep has), and one
+sbatch per batch however many of its tasks ask for it (Slurm.submit_together sends a sweep's arrays before the runs
+start; a run's job of its own is sent by its runner)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 
 from . import commands
 from .batch import Batch
@@ -46,17 +45,6 @@ class SlurmQueue:
             return self.jobs
 
 
-_QUEUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def queue_for(launch) -> SlurmQueue:
-    """The queue of a launcher call: its runs share the one interrupt flag (context.Launch)."""
-    queue = _QUEUES.get(launch.interrupted)
-    if queue is None:
-        queue = _QUEUES[launch.interrupted] = SlurmQueue()
-    return queue
-
-
 async def submit(batch: Batch, chdir: str, queue: SlurmQueue) -> str:
     """The batch's one sbatch, however many of its tasks ask: its job id. sbatch's refusal is SlurmError for every
     task that asks, and leaves nothing behind."""
@@ -74,6 +62,6 @@ async def submit(batch: Batch, chdir: str, queue: SlurmQueue) -> str:
             batch.refused = str(exc)
             batch.discard()
             raise
-        batch.submitted(job_id)
+        batch.submitted(job_id, time.monotonic())
         queue.submitted()
         return job_id

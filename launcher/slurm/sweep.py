@@ -1,10 +1,10 @@
-"""A sweep whose plan has a [slurm] table: the same cells, store, resume and view as on Runcrate (sweep/run.py), the
-cells as batch jobs on the cluster. What differs is here: GPU names map to partitions (checked against `sinfo`
-before anything is submitted), the cap is GPU-hours (each task at its --time, worst case), cells that ask the
-scheduler for the same thing (a partition, its GPUs and CPUs, --time: one workload's image) go in as one job
-array with a `%` throttle, one task per cell, and what an earlier call submitted from this results folder is found
-in its side folders (slurm/<job name>/batch.json) with its state from squeue or its exit file: followed when it
-still runs, recorded (job.json) when it ended while no launcher ran.
+"""What the Slurm provider does with a plan's GPU names and with a sweep's cells (slurm/provider.py calls it): GPU
+names map to partitions (checked against `sinfo` before anything is submitted), the cap is GPU-hours (each task at
+its --time, worst case), cells that ask the scheduler for the same thing (a partition, its GPUs and CPUs, --time,
+exclusivity, the site's options) go in as one job array with a `%` throttle, one task per cell
+(Slurm.submit_together), and what an earlier call submitted from this sweep's results folder is found in its side
+folders (slurm/<job name>/batch.json) with its state from squeue or its exit file: followed when it still runs,
+recorded (job.json) when it ended while no launcher ran.
 """
 
 from __future__ import annotations
@@ -12,33 +12,15 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import LaunchError
 from ..plan import GpuChoice
+from ..provider import Ended, Left, Leftovers
 from . import commands
-from .batch import SIDE_DIR, Batch, BatchTask, batches_under, run_parts
-from .plan import (
-    SlurmConfig,
-    comment_for,
-    over_gpu_hours,
-    parse_slurm,
-    time_limit_minutes,
-)
-from .plan import (
-    gpu_hours as job_gpu_hours,
-)
-
-__all__ = ["over_gpu_hours"]
-
-
-def slurm_config(plan, python: str | None) -> SlurmConfig | None:
-    if plan.slurm is None:
-        if python:
-            raise LaunchError(f"plan {plan.source}: --slurm-python needs a [slurm] table in the plan"
-                              " (the partitions its GPU names map to)")
-        return None
-    return parse_slurm(plan.slurm, f"plan {plan.source}", python)
+from .batch import SIDE_DIR, Batch, BatchTask, Earlier, batches_under, run_parts
+from .plan import SlurmConfig, comment_for, time_limit_minutes
+from .plan import gpu_hours as job_gpu_hours
 
 
 def gpu_choice(slurm_cfg: SlurmConfig, gpu: str, spec) -> GpuChoice:
@@ -74,42 +56,47 @@ def cpu_asks(launches) -> dict[str, int]:
     for launch in launches:
         for run in launch.runs:
             choice = run.candidates[0]
-            cpus = launch.slurm.cpus(launch.workload, launch.smoke, choice.count)
+            cpus = launch.settings.cpus(launch.workload, launch.smoke, choice.count)
             asks[choice.requested] = max(asks.get(choice.requested, 0), cpus)
     return asks
 
 
 def attach(launch, slurm_cfg: SlurmConfig, expected_minutes: float, runtime_override: int | None) -> None:
-    """Make a cell's LaunchPlan a batch job: via slurm, --time from what the cell runs."""
-    launch.via, launch.slurm = "slurm", slurm_cfg
+    """Make a LaunchPlan batch jobs on this cluster: --time from what it runs."""
+    launch.via, launch.settings = None, slurm_cfg
     launch.max_runtime_minutes = runtime_override or time_limit_minutes(expected_minutes, slurm_cfg.time_margin_minutes)
-    for run in launch.runs:
-        run.env = launch.env_for(run)
 
 
-def gpu_hours(cell) -> float:
-    """The most a cell's job can use: its --time on its GPUs."""
-    return job_gpu_hours(cell.launch.max_runtime_minutes, cell.run.candidates[0].count)
+def gpu_hours(plan, run) -> float:
+    """The most a run's job can use: its --time on its GPUs."""
+    return job_gpu_hours(plan.max_runtime_minutes, run.candidates[0].count)
+
+
+def sweep_root(plan) -> Path:
+    """A sweep's results folder (<results>/<sweep id>), from one of its cells' plans: each cell's folder is
+    <sweep root>/<workload>/<gpu>/<args key>; the arrays' side folders are <sweep root>/slurm/<job name>/."""
+    folder = Path(plan.results_dir).resolve()
+    return folder.parents[len(PurePosixPath(plan.extra_tags["gpubench_cell"]).parts) - 1]
 
 
 # --- arrays --------------------------------------------------------------------------------------------
-def plan_arrays(cells, slurm_cfg: SlurmConfig, sweep_id: str, root: Path, stores: dict) -> list[Batch]:
-    """The cells to submit, as job arrays: those whose jobs ask for the same (partition, GPUs, CPUs, --time,
-    exclusivity, the site's options) are one array, one task per cell, at most array_throttle at once. Each cell's
-    run is given its task (run.batch)."""
+def plan_arrays(runs, slurm_cfg: SlurmConfig) -> list[Batch]:
+    """A sweep's runs to submit (their LaunchPlan, RunPlan and store), as job arrays: those whose jobs ask for the
+    same (partition, GPUs, CPUs, --time, exclusivity, the site's options) are one array, one task per run, at most
+    array_throttle at once. A run that is no sweep's cell (a launch's) is left out: it is a job of its own."""
     arrays: dict[tuple[str, ...], Batch] = {}
-    for c in cells:
-        if c.state != "pending":
+    for plan, run, store in runs:
+        sweep_id = plan.extra_tags.get("gpubench_sweep")
+        if not sweep_id:
             continue
-        options, command = run_parts(c.launch, c.run, stores.get(c.path))
+        options, command = run_parts(plan, run, store)
         batch = arrays.get(tuple(options))
         if batch is None:
             key = f"array-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
             batch = arrays[tuple(options)] = Batch(
-                name=f"gpubench-{key}", side=root / SIDE_DIR / key, options=options, array=True,
-                throttle=slurm_cfg.array_throttle,
-                comment=comment_for({"gpubench_sweep": sweep_id}, array=key))
-        c.run.batch = batch.add(c.run.run_id, Path(c.launch.results_dir).resolve(), command, c.run.env, c.path)
+                name=f"gpubench-{key}", side=sweep_root(plan) / SIDE_DIR / key, options=options, array=True,
+                throttle=slurm_cfg.array_throttle, comment=comment_for({"gpubench_sweep": sweep_id}, array=key))
+        batch.add(run.run_id, Path(plan.results_dir).resolve(), command, run.env, plan.extra_tags["gpubench_cell"])
     return list(arrays.values())
 
 
@@ -140,27 +127,28 @@ def left_behind(root: Path, ended: set[str]) -> list[LeftBehind]:
             if t.run_id not in ended]
 
 
-def adopt(cells, left: list[LeftBehind]) -> list[tuple]:
+def adopt(cells: dict, pending: set[str], left: list[LeftBehind]) -> Leftovers:
     """A pending cell with a task an earlier call left that still runs follows it (the newest) rather than
-    submitting again. Every other task that ended is returned as (cell, left) to be recorded (slurm/job.settle):
-    one that finished while no launcher ran gets its job.json; one that failed or was cancelled too, and its
-    cell, if still without a result, is submitted again (its note says so)."""
+    submitting again. Every other task of a cell of the plan that ended is `ended`, to be recorded
+    (Slurm.record_ended): one that finished while no launcher ran gets its job.json; one that failed or was
+    cancelled too, and its cell, if still without a result, is submitted again (its note says so)."""
+    from .job import job_facts
+
     by_cell: dict[str, list[LeftBehind]] = {}
     for lb in left:
         by_cell.setdefault(lb.task.cell, []).append(lb)
-    to_settle = []
-    for c in cells:
-        mine = by_cell.get(c.path, [])
+    found = Leftovers()
+    for path, plan in cells.items():
+        mine = by_cell.get(path, [])
         live = [lb for lb in mine if lb.live]
-        if c.state == "pending" and live:
+        if path in pending and live:
             lb = live[-1]
-            c.adopt, c.state = lb.task, "follow"
-            c.run.run_id = c.run_id = lb.task.run_id
-            c.run.env = c.launch.env_for(c.run)
-            c.run.batch = lb.task
-            c.note = f"slurm job {lb.task.job_id} ({lb.state.status}) from an earlier call"
-        to_settle += [(c, lb) for lb in mine if not lb.live]
-    return to_settle
+            found.follow[path] = Left(lb.task.run_id, Earlier(lb.task),
+                                      f"slurm job {lb.task.job_id} ({lb.state.status}) from an earlier call")
+        found.ended += [Ended(path, lb.task.run_id, lb,
+                              used=job_facts(lb.task, plan, plan.runs[0], lb.state, lb.state)["gpu_hours"])
+                        for lb in mine if not lb.live]
+    return found
 
 
 def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, spent_hours: float,
@@ -185,9 +173,9 @@ def print_matrix(plan, sweep_id: str, url: str, cells, slurm_cfg: SlurmConfig, s
         cpus = slurm_cfg.cpus(c.launch.workload, c.launch.smoke, choice.count)
         alone = " excl." if slurm_cfg.is_exclusive(c.launch.smoke) else ""
         table.add_row(c.cell.workload, gpu.name, gpu.partition, request, f"{cpus}{alone}",
-                      f"{c.launch.max_runtime_minutes} min", c.state, f"{gpu_hours(c):.2f}")
+                      f"{c.launch.max_runtime_minutes} min", c.state, f"{gpu_hours(c.launch, c.run):.2f}")
         if c.to_launch:
-            worst += gpu_hours(c)
+            worst += gpu_hours(c.launch, c.run)
     console.print(table)
     for batch in arrays:
         label = f"array of {len(batch.tasks)} (at most {batch.throttle} at once)"

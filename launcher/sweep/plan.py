@@ -7,10 +7,12 @@ checked against /instances/types by the sweep itself.
     capacity_wait_minutes = 10   # optional: how long each job may wait for a free GPU
     max_runtime_minutes = 30     # optional: each job's safety net (default: the workload's), the worst case's base
     [slurm]                      # optional: the cells go to this Slurm cluster instead (slurm/plan.py); no max_usd
+    [docker]                     # or to these Docker hosts (docker_hosts/plan.py); one provider table at most
     [[cell]]
     workload = "train-compile"
     gpus = ["H100", "L40S", "RTX5090"]
     args = ["--smoke", "--setups", "eager-sdpa,eager-eager"]
+    image = "ghcr.io/me/train-compile:dev"   # optional: another image than the workload's pinned one
 
 The sweep id is `<name>-<8 hex of the cells' content>`: the same plan resumes the same sweep, whatever its
 comments, order or max_usd (raising the cap to finish a sweep keeps what it has); other cells, another sweep.
@@ -51,11 +53,18 @@ class Cell:
     repeats: int | None = None
     overrides: tuple[str, ...] = ()
     weights: str | None = None
+    image: str | None = None  # None: the workload's pinned image
+
+    @property
+    def identity(self) -> list[str]:
+        """What makes the cell's results what they are, besides its workload and GPU: its arguments (and its image,
+        when it names one)."""
+        return [*self.args, *([f"image={self.image}"] if self.image else [])]
 
     @property
     def args_key(self) -> str:
         """8 hex of the arguments: cells of one workload and GPU with other arguments are kept apart."""
-        return hashlib.sha256(json.dumps(list(self.args)).encode()).hexdigest()[:8]
+        return hashlib.sha256(json.dumps(self.identity).encode()).hexdigest()[:8]
 
     @property
     def label(self) -> str:
@@ -65,16 +74,16 @@ class Cell:
 @dataclass(frozen=True)
 class Plan:
     name: str
-    max_usd: float | None  # None only for a [slurm] plan
+    max_usd: float | None  # the default provider's cap (Runcrate bills); a provider table may have its own
     cells: tuple[Cell, ...]
     capacity_wait_minutes: int | None = None
     max_runtime_minutes: int | None = None
     source: str = ""
-    slurm: dict | None = None  # the [slurm] table: the cells are batch jobs on that cluster (slurm/plan.py)
+    provider_table: tuple[str, Any] | None = None  # ([slurm] or [docker], as written): where the cells go
 
     @property
     def sweep_id(self) -> str:
-        content = sorted([c.workload, c.gpu.lower(), list(c.args)] for c in self.cells)
+        content = sorted([c.workload, c.gpu.lower(), c.identity] for c in self.cells)
         return f"{self.name}-{hashlib.sha256(json.dumps(content).encode()).hexdigest()[:8]}"
 
 
@@ -94,7 +103,6 @@ class PlanTable(Table):
     capacity_wait_minutes: Annotated[int, Field(ge=0, le=1440)] | None = None
     max_runtime_minutes: Annotated[int, Field(ge=1, le=10080)] | None = None
     cell: list[dict[str, Any]] = []
-    slurm: Any = None  # checked by slurm.plan.parse_slurm
 
 
 class CellTable(Table):
@@ -104,15 +112,20 @@ class CellTable(Table):
         "workload": "give workload = \"NAME\" (gpubench list)",
         "gpus": "give gpus = [\"L40S\", ...], one GPU type or more",
         "args": "args must be a list of strings, e.g. [\"--smoke\", \"--setups\", \"a,b\"]",
+        "image": "image must be an image reference, e.g. \"ghcr.io/me/train-compile:dev\"",
     }
 
     workload: Annotated[str, Field(min_length=1)]
     gpus: Annotated[list[Annotated[str, Field(pattern=r"^\s*\S")]], Field(min_length=1)]
     args: list[str] = []
+    image: Annotated[str, Field(pattern=r"^[a-z0-9][^\s]*$")] | None = None
 
 
 def load_plan(path: str | Path) -> Plan:
-    """The plan, checked; a LaunchError (one line, exit 2) for anything wrong, before any request."""
+    """The plan, read once and checked; a LaunchError (one line, exit 2) for anything wrong, before any request. Its
+    provider table ([slurm], [docker]) is kept as written: the provider it names checks it (providers.for_plan)."""
+    from .. import providers
+
     path = Path(path)
     where = f"plan {path}"
     try:
@@ -124,21 +137,22 @@ def load_plan(path: str | Path) -> Plan:
     except tomllib.TOMLDecodeError as exc:
         raise LaunchError(f"{where}: TOML syntax error: {exc}") from None
     stem = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-") or "sweep"
+    provider_table = providers.plan_table(data, where)
     table = read_table(PlanTable, {"name": stem, **data}, where)
-    if table.max_usd is None and table.slurm is None:  # a cluster's cap is GPU-hours ([slurm] max_gpu_hours), if any
+    if table.max_usd is None and provider_table is None:  # an owned cluster's or host's cap is in its own table
         raise LaunchError(f"{where}: max_usd is missing: give the most the whole sweep may cost, e.g. max_usd = 20.0")
     cells = [cell for n, cell_table in enumerate(table.cell, 1) for cell in _cells(cell_table, f"{where}, cell {n}")]
     if not cells:
         raise LaunchError(f"{where}: the matrix is empty: add [[cell]] tables with a workload and gpus")
     seen = set()
     for cell in cells:
-        key = (cell.workload, cell.gpu.lower(), cell.args)
+        key = (cell.workload, cell.gpu.lower(), tuple(cell.identity))
         if key in seen:
             raise LaunchError(f"{where}: {cell.label} on {cell.gpu} is in the plan twice")
         seen.add(key)
     return Plan(name=table.name, max_usd=table.max_usd, cells=tuple(cells),
                 capacity_wait_minutes=table.capacity_wait_minutes, max_runtime_minutes=table.max_runtime_minutes,
-                source=str(path), slurm=table.slurm)
+                source=str(path), provider_table=provider_table)
 
 
 def _cells(written: dict, where: str) -> list[Cell]:
@@ -160,4 +174,4 @@ def _cells(written: dict, where: str) -> list[Cell]:
         raise LaunchError(f"{where}: {exc}") from None
     return [Cell(workload=spec.name, gpu=gpu.strip(), args=tuple(table.args), smoke=parsed.smoke,
                  setups=tuple(setups) if setups else None, repeats=parsed.repeats, overrides=overrides,
-                 weights=parsed.weights) for gpu in table.gpus]
+                 weights=parsed.weights, image=table.image) for gpu in table.gpus]
