@@ -7,9 +7,10 @@
 #   bash benchmarks/gpu_whisper_ct2.sh harness   # ~6 min: gpubench run whisper, five setups, 2 repeats
 #   bash benchmarks/gpu_whisper_ct2.sh bare      # ~4.5 min: benchmarks/whisper_bare.py, four setups, twice
 #
-# Carry in every call: .ct2-cuda (the CTranslate2 wheel) and .whl (faster-whisper and av; fill it with
-# `bash benchmarks/gpu_whisper_ct2.sh wheels` here). Each part installs what is missing and converts what the
-# machine lost when it was released between calls (the conversions then cost ~1.5 min more). Results under
+# Carry in the first call: .ct2-cuda (the CTranslate2 wheel), .whl-whisper (faster-whisper, av, jiwer, rapidfuzz;
+# fill it with `bash benchmarks/gpu_whisper_ct2.sh wheels` here) and .whl (gpubench's own, docs/gpu-serving.md).
+# Each part installs what is missing and converts what the machine lost when it was released between calls (the
+# conversions then cost ~1.5 min more). Results under
 # $OUT: env.txt, smoke.txt, then harness.jsonl/.err + harness-runs.tar.gz, or bare.jsonl/.err.
 # WHISPER_CT2_CPU=1: a dry run on a machine without a GPU (this one's python, --smoke sizes, random tiny).
 set -u
@@ -20,17 +21,22 @@ WORK=${WHISPER_CT2_WORK:-/tmp/whisper-ct2}
 SETUPS_FW=fw-turbo-fp16-b16,fw-large-v3-fp16-b16,fw-large-v3-int8-b16,fw-large-v3-fp16-seq
 
 case "$PART" in
-  wheels)  # here, not on the device: the two wheels the device lacks, at the image's pins (images/whisper)
-    mkdir -p .whl
-    python3 -m pip download -q --no-deps --only-binary=:all: -d .whl faster-whisper==1.2.1 av==18.1.0 || exit 1
-    ls -l .whl .ct2-cuda 2>/dev/null
+  wheels)  # here, not on the device: the wheels the device lacks, at the image's pins (images/whisper), for its
+    # Python 3.12 (jiwer is what `gpubench run whisper` checks for; rapidfuzz is its compiled dependency)
+    mkdir -p .whl-whisper
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
+      --platform manylinux_2_17_x86_64 -d .whl-whisper faster-whisper==1.2.1 av==18.1.0 jiwer==4.0.0 rapidfuzz==3.13.0 \
+      || exit 1
+    ls -l .whl-whisper .ct2-cuda 2>/dev/null
     exit 0 ;;
   prepare|harness|bare) ;;
   *) echo "usage: $0 wheels|prepare|harness|bare (docs/gpu-whisper.md)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1
+# the here-documents below run with the repository as the working directory: without this, its gpubench/ folder
+# (no workloads/ inside: pyproject maps them) shadows the installed package (seen on the H200, 2026-12-03)
+export PYTHONUNBUFFERED=1 PYTHONSAFEPATH=1
 export XDG_CACHE_HOME=$WORK/cache  # the converted models, for the harness's setups and the bare script alike
 
 if [ "$CPU" = 1 ]; then

@@ -32,9 +32,7 @@ def decoding_options(model, mode: str, fixed_tokens: int | None, samples: int, l
     options = {"language": language}
     if fixed_tokens is None:
         return options
-    eot = model.hf_tokenizer.token_to_id("<|endoftext|>")
-    options.update(suppress_tokens=list(range(eot, model.hf_tokenizer.get_vocab_size())), without_timestamps=True,
-                   temperature=0.0, no_speech_threshold=None)
+    options.update(without_timestamps=True, temperature=0.0, no_speech_threshold=None)
     start = 1 + (3 if model.model.is_multilingual else 1)  # the prompt: SOT (language, task), no-timestamps
     if mode == "batched":
         # CTranslate2 decodes min(max_length // 2, max_length - prompt + 1) tokens

@@ -58,6 +58,9 @@ class WorkloadSpec:
     min_gpu_memory_gb: float
     expected_minutes: float  # full-size run on a study GPU, excluding the image pull
     dependencies: dict[str, str]  # exact versions the image pins (checked against images/<name>/)
+    # servers built from source, not Python packages: the environment block records the build it finds of each
+    # (gpubench/servers/engines.py VERSIONS), e.g. llama.cpp from tools/llamacpp_build.sh
+    engines: tuple[str, ...] = ()
     module: str | None = None  # gpubench.workloads.<x>; None while its code is not written
     cost: CostBasis | None = None
     energy: CostBasis | None = None  # the unit joules are given per, where it differs from cost's (per image)
@@ -184,10 +187,10 @@ WORKLOADS.add("ollama-vs-vllm", WorkloadSpec(
     extra="serve",
     title="Ollama Q4_K_M / Q8_0 vs vLLM bf16 on a 24 GB card, speed and GSM8K",
     study="Ollama Q4 vs vLLM bf16 on a 24 GB A10: 3x the single-user speed, 1.2 points of GSM8K",
-    setups=tuple(f"{server}-{part}" for server in ("ollama-q4km", "ollama-q8", "vllm-bf16")
-                 for part in ("u1", "u4", "u16", "gsm8k")),
-    gpus="1 GPU, 24 GB (A10 in the study)", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=20,
-    dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"},
+    setups=tuple(f"{server}-{part}" for server in ("ollama-q4km", "ollama-q8", "llamacpp-q4km", "llamacpp-q8",
+                                                   "vllm-bf16") for part in ("u1", "u4", "u16", "gsm8k")),
+    gpus="1 GPU, 24 GB (A10 in the study)", gpu_count=1, min_gpu_memory_gb=24, expected_minutes=35,
+    dependencies={**VLLM, "ollama": "0.40.12", "openai": "2.6.1"}, engines=("llama.cpp",),
     cost=CostBasis(metric="output_tokens_per_s", unit="1M output tokens", per=1e6),
     weights=("Qwen/Qwen2.5-7B-Instruct",),
     module="gpubench.workloads.ollama_vs_vllm",

@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer, model_validator
 
-SCHEMA_VERSION = "1.4"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
+SCHEMA_VERSION = "1.5"  # 1.1: result `info`, `derived` records; 1.2: result `energy` and `verdict`, one peak memory;
 # 1.3: result `utilisation`, `dtype` and `device_name` (the harness's facts, out of info), `device` without the name;
-# 1.4: a metric's `role`; the run's hourly price on `run_started` (before: in the environment block)
+# 1.4: a metric's `role`; the run's hourly price on `run_started` (before: in the environment block);
+# 1.5: a run_finished summary's `not-run` status, for a setup the run ended before (it had said `skipped`)
 
 # Peak-memory metrics as results before 1.2 named them -> (the name now, factor to GiB). A GPU's peak and the
 # host's peak RSS (on a CPU run) are one figure now: the peak memory of the device the setup ran on.
@@ -420,7 +421,7 @@ class MetricSummary(_WithRole):
 
 class SetupSummary(_Model):
     setup: str
-    status: Status
+    status: Status | Literal["not-run"]  # not-run: no result, the run ended (interrupted, failed) before it
     ok_repeats: int
     repeats: int
     metrics: dict[str, MetricSummary] = {}
@@ -556,6 +557,6 @@ def summarize_results(setups: list[str], results: list[SetupResult]) -> list[Set
         elif rows:
             status = "oom" if all(r.status == "oom" for r in rows) else rows[-1].status
         else:
-            status = "skipped"
+            status = "not-run"
         out.append(SetupSummary(setup=setup, status=status, ok_repeats=len(ok), repeats=len(rows), metrics=metrics))
     return out

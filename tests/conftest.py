@@ -37,6 +37,16 @@ def tiny_vllm(tmp_path_factory):
     served.stop()
 
 
+@pytest.fixture(scope="session")
+def tiny_llamacpp(tmp_path_factory):
+    """The real llama-server the server tests share (tests/llamacpp_support.py); started by the first test that asks."""
+    from llamacpp_support import TinyLlamaCpp
+
+    served = TinyLlamaCpp(tmp_path_factory.mktemp("llamacpp"))
+    yield served
+    served.stop()
+
+
 @pytest.fixture
 def s3_bucket(s3) -> str:
     """A fresh, empty bucket on the test S3 server."""
@@ -64,11 +74,13 @@ def clean_aws_env(monkeypatch, tmp_path):
 
 
 # ---- test layers (pyproject.toml registers the markers; docs/architecture.md "Tests" says how to run each) --------
-# engine: needs a service or an engine the plain install lacks (S3, a Docker engine, vLLM, a browser, Slurm);
+# engine: needs a service or an engine the plain install lacks (S3, a Docker engine, vLLM, llama.cpp, a browser,
+# Slurm);
 # fast: logic in the test process: it imports none of NOT_FAST (a subprocess, a real run or workload, torch, a fake
 # server on a clock, a terminal) and needs no engine. `pytest -m fast` takes well under 2 minutes.
-ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env", "slurm", "tiny_vllm"}
-ENGINE_SKIPS = ("chromium", ".venv-vllm", "slurm", "docker")  # words in the reason of a skip that waits for one
+ENGINE_FIXTURES = {"s3", "s3_bucket", "s3_env", "slurm", "tiny_vllm", "tiny_llamacpp"}
+# words in the reason of a skip that waits for one
+ENGINE_SKIPS = ("chromium", ".venv-vllm", ".llama-cpp", "slurm", "docker")
 ENGINE_IMPORTS = {"docker_engine", "slurm_support", "slurm_cluster"}
 NOT_FAST = {"subprocess", "multiprocessing", "clirun", "terminal", "torch", "docker", "s3server", "streaming_server",
             "fake_runcrate", "test_launch_support", "sweep_support", "gpubench.workloads", "gpubench.run.runner",

@@ -201,6 +201,20 @@ def test_ollama_image_copies_the_server_from_its_pinned_official_image():
     assert "COPY --from=ollama /usr/bin/ollama /usr/bin/ollama" in path.read_text()
 
 
+def test_ollama_image_builds_llamacpp_from_the_pinned_source_where_gpubench_finds_it():
+    from gpubench.servers.llamacpp import DIR_ENV, SOURCE_VERSION
+
+    path = REPO / "images/ollama-vs-vllm/Dockerfile"
+    text = path.read_text()
+    args = dict(re.findall(r"^ARG (\w+)=\"?([^\"\n]*)\"?$", text, re.MULTILINE))
+    assert args["LLAMA_CPP_PYTHON"] == SOURCE_VERSION  # the version the tests build with tools/llamacpp_build.sh
+    assert re.search(r"^VERSION=\$\{GPUBENCH_LLAMA_CPP_PYTHON:-" + re.escape(SOURCE_VERSION) + r"\}",
+                     (REPO / "tools/llamacpp_build.sh").read_text(), re.MULTILINE)
+    assert "bash /src/tools/llamacpp_build.sh --cuda" in text and "--prefix /opt/llama.cpp" in text
+    assert "COPY --from=llama-cpp /opt/llama.cpp /opt/llama.cpp" in text and f"{DIR_ENV}=/opt/llama.cpp" in text
+    assert {r.repository for r in image_refs(path)} >= {"nvidia/cuda"}
+
+
 def test_whisper_image_puts_torchs_cublas_on_the_library_path():
     """CTranslate2's Linux wheels load libcublas.so.12 by name and no cuDNN (built WITH_CUDNN=OFF since 4.6.3)."""
     text = (REPO / "images/whisper/Dockerfile").read_text()

@@ -22,6 +22,10 @@ def test_tests_that_need_an_engine_are_found_by_their_fixtures_skips_or_helpers(
     assert conftest._needs_engine(item(["tmp_path", "s3_bucket"]), "")
     assert conftest._needs_engine(item(skip_reason="no chromium on PATH (.ci/run installs Debian's chromium)"), "")
     assert conftest._needs_engine(item(skip_reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it"), "")
+    from llamacpp_support import ABSENT
+
+    assert conftest._needs_engine(item(skip_reason=ABSENT), "")
+    assert conftest._needs_engine(item(["tiny_llamacpp"]), "")
     assert conftest._needs_engine(item(), (TESTS / "test_docker_engine_parity.py").read_text())
     assert not conftest._needs_engine(item(["tmp_path", "monkeypatch"]), (TESTS / "test_schema.py").read_text())
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpubench.results import report, stored_runs
-from gpubench.schema import Environment, RunStarted, parse_record, to_line
+from gpubench.schema import SCHEMA_VERSION, Environment, RunStarted, parse_record, to_line
 
 H200_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
@@ -35,7 +35,7 @@ def test_from_1_4_the_price_is_the_runs_and_the_environment_has_none():
     started = RunStarted(run_id="r", workload="w", study="s", setups=["a"], repeats=1, smoke=False, config={},
                          environment=Environment(python="3", platform="p"), price_usd_per_hour=2.5)
     line = json.loads(to_line(started))
-    assert line["schema_version"] == "1.4" and line["price_usd_per_hour"] == 2.5
+    assert line["schema_version"] == SCHEMA_VERSION and line["price_usd_per_hour"] == 2.5
     assert "price_usd_per_hour" not in line["environment"]
     assert parse_record(started_line("1.4", {"price_usd_per_hour": 2.5})) is None  # 1.4's block has no price
 

@@ -64,7 +64,8 @@ def test_setup_summaries_over_unsorted_repeats_with_a_failure_between():
     assert summary["c"].status == "error"  # not all out of memory: the last failure says
     assert summary["d"].status == "oom"
     assert summary["e"].status == "skipped" and summary["e"].repeats == 1
-    assert (summary["f"].status, summary["f"].repeats, summary["f"].metrics) == ("skipped", 0, {})
+    # no result at all: the run ended before it (an interrupted run), which is not a stated reason to skip
+    assert (summary["f"].status, summary["f"].repeats, summary["f"].metrics) == ("not-run", 0, {})
     assert [s.setup for s in summarize_results(["f", "a"], rows)] == ["f", "a"]
 
 

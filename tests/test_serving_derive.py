@@ -58,3 +58,18 @@ def test_ollama_builds_compared_with_vllm_bf16_answers():
     assert out == {"ollama-q4km-gsm8k": {"gsm8k_same_answer": 2, "gsm8k_different_answer": 1,
                                          "gsm8k_only_baseline_correct": 1, "gsm8k_only_this_correct": 0}}
     assert ollama_vs_vllm.derive(ollama_vs_vllm.Config(), [result("ollama-q4km-gsm8k", q4)]) == {}
+
+
+def test_llamacpp_builds_compared_with_vllm_bf16_answers_beside_ollamas():
+    truth = [q.answer for q in gsm8k.load_questions(3)]
+    bf16 = answers([f"#### {truth[0]}", f"#### {truth[1]}", "#### 0"])
+    q4 = answers([f"#### {truth[0]}", "#### 0", "#### 0"])
+    q8 = answers([f"#### {truth[0]}", f"#### {truth[1]}", f"#### {truth[2]}"])
+    out = ollama_vs_vllm.derive(ollama_vs_vllm.Config(), [
+        result("llamacpp-q4km-gsm8k", q4), result("llamacpp-q8-gsm8k", q8), result("ollama-q8-gsm8k", q8),
+        result("vllm-bf16-gsm8k", bf16)])
+    assert out["llamacpp-q4km-gsm8k"] == {"gsm8k_same_answer": 2, "gsm8k_different_answer": 1,
+                                          "gsm8k_only_baseline_correct": 1, "gsm8k_only_this_correct": 0}
+    assert out["llamacpp-q8-gsm8k"] == out["ollama-q8-gsm8k"] == {
+        "gsm8k_same_answer": 2, "gsm8k_different_answer": 1, "gsm8k_only_baseline_correct": 0,
+        "gsm8k_only_this_correct": 1}

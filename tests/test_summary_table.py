@@ -45,6 +45,15 @@ def test_skipped_setups_are_said_with_the_exit_code_rule():
         "no setup ran here (each says why it was skipped): exit 1"]
 
 
+def test_setups_an_interrupted_run_never_reached_are_not_run_not_skipped():
+    # an H200 run stopped by its time limit during its last setup: no result for it, so no reason to skip either
+    summaries = summarize_results(["llamacpp-q8-u16", "llamacpp-q8-gsm8k"], rows("llamacpp-q8-u16", [724.0]))
+    assert [s.status for s in summaries] == ["ok", "not-run"]
+    assert summary.notes(smoke=False, priced=True, summaries=summaries) == [
+        "not run, the run ended before them (no result; run them again with --setups): llamacpp-q8-gsm8k"]
+    assert summary.table(SPEC, None, summaries)[1][1][:3] == ["llamacpp-q8-gsm8k", "not-run", "0/0"]
+
+
 def test_a_seconds_basis_inverts_the_ratio():
     spec = WORKLOADS.get("cold-start")  # total_s: fewer seconds is faster
     results = rows(spec.setups[0], [50.0], "total_s") + rows("cache-warm", [20.0], "total_s")

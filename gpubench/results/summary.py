@@ -217,4 +217,7 @@ def notes(smoke: bool, priced: bool, summaries: list[SetupSummary]) -> list[str]
     elif skipped:  # exit_codes.OK: a stated reason to skip fails nothing
         out.append("skipped, each for the reason on its line, not failed (exit 0 if the rest are ok): "
                    + ", ".join(skipped))
+    if not_run := [s.setup for s in summaries if s.status == "not-run"]:
+        out.append("not run, the run ended before them (no result; run them again with --setups): "
+                   + ", ".join(not_run))
     return out

@@ -129,8 +129,10 @@ def gpu_names() -> list[str]:
     return [gpu.name for gpu in _nvidia_smi()[0]]
 
 
-def collect(libraries=()) -> Environment:
-    """The block: where the run ran (its price is the run's, on run_started: the runner resolves it)."""
+def collect(libraries=(), engines: dict[str, str | None] | None = None) -> Environment:
+    """The block: where the run ran (its price is the run's, on run_started: the runner resolves it). `engines` are
+    the versions of engines built from source that no package metadata knows (servers/engines.py reads them),
+    recorded among the libraries."""
     gpus, driver = _nvidia_smi()
     fields: dict[str, object] = {name: os.environ.get(var) or None for name, var in IMAGE_VARS.items()}
     for name, var in LAUNCHER_VARS.items():
@@ -148,6 +150,6 @@ def collect(libraries=()) -> Environment:
         ram_gb=_ram_gb(),
         python=platform.python_version(),
         platform=platform.platform(),
-        libraries=library_versions(libraries),
+        libraries={**library_versions(libraries), **(engines or {})},
         **fields,
     )

@@ -54,6 +54,9 @@ class RunRequest:
     price_usd_per_hour: float | None = None
     weights: Literal["auto", "random"] = "auto"
     weight_paths: dict[str, str | None] = dataclasses.field(default_factory=dict)  # repo -> local folder
+    # the version of each engine built from source the catalog entry names (spec.engines), found by the caller
+    # (servers/engines.py): run/ does not import the servers
+    engine_versions: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 def energy_metrics(spec: WorkloadSpec, metrics: dict[str, Metric]) -> dict[str, Metric]:
@@ -127,7 +130,7 @@ class Runner:
 
     def run(self, argv: list[str], store_url: str | None = None) -> RunFinished:
         req = self.request
-        env = environment.collect(req.spec.dependencies)
+        env = environment.collect(req.spec.dependencies, engines=req.engine_versions)
         self.run_dir.write_config(run_config(req, env, argv, store_url))
         config = stored_config(req.config)
         self.run_dir.record(RunStarted(

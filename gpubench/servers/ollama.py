@@ -40,6 +40,7 @@ class Pull:
 
 class OllamaServer(ManagedServer):
     name = "Ollama"
+    can_empty_cache = False
 
     def __init__(self, settings: OllamaSettings, log_path, binary: str = "ollama", ready_timeout_s: float = 120.0,
                  port: int | None = None):
@@ -100,6 +101,12 @@ class OllamaServer(ManagedServer):
         if "error" in answer:
             raise ServerFailed(f"ollama could not load {tag}: {answer['error']}")
         return time.perf_counter() - started
+
+    def counters(self) -> dict[str, float]:
+        return {}  # Ollama serves no token counters
+
+    def empty_prompt_cache(self) -> str:
+        return "not reset: Ollama has no call that empties its slots' prompt cache"
 
     def loaded(self) -> list[dict]:
         """/api/ps: the models in memory, with `size` and `size_vram` in bytes."""

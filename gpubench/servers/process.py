@@ -117,13 +117,18 @@ class ManagedServer:
         self.ready_s = time.perf_counter() - started
         return self.ready_s
 
+    def echoed(self, line: str) -> bool:
+        """Whether a line of the server's output goes to our stderr too (every line: a subclass may keep some to the
+        log file alone)."""
+        return True
+
     def _copy_output(self) -> None:
         with open(self.log_path, "wb") as log:
             for line in self.proc.stdout:
                 log.write(line)
                 log.flush()
-                if self.echo:
-                    sys.stderr.write(f"[{self.name}] {line.decode(errors='replace').rstrip()}\n")
+                if self.echo and self.echoed(text := line.decode(errors="replace").rstrip()):
+                    sys.stderr.write(f"[{self.name}] {text}\n")
         self.proc.stdout.close()
 
     def _wait_ready(self, started: float, progress) -> None:
@@ -150,6 +155,16 @@ class ManagedServer:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def death(self) -> str | None:
+        """None while the server runs (or before it started); once it has exited, what a result says of it:
+        '<name> exited with code N: <its last error line>'."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        self._relay.join(timeout=5)  # the last lines explain why
+        code = self.proc.returncode
+        signal_name = f" ({signal.Signals(-code).name})" if code < 0 and -code in signal.valid_signals() else ""
+        return f"{self.name} exited with code {code}{signal_name}{self._cause()}"
 
     def stop(self, grace_s: float = 30.0, term_s: float = 10.0) -> None:
         """SIGINT to the server (its own clean shutdown, which stops what it started), then SIGTERM and

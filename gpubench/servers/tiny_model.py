@@ -88,30 +88,32 @@ def _write_tokenizer(folder: Path, vocab_size: int) -> int:
     return vocab_size
 
 
+def tensor_shapes(shape: Qwen2Shape) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Every tensor Qwen2ForCausalLM loads: name -> (dimensions, "normal" for N(0, 0.02) or "ones" for a norm)."""
+    head_dim = shape.hidden_size // shape.num_attention_heads
+    kv = shape.num_key_value_heads * head_dim
+    h, ffn = shape.hidden_size, shape.intermediate_size
+    tensors = {"model.embed_tokens.weight": ((shape.vocab_size, h), "normal"),
+               "lm_head.weight": ((shape.vocab_size, h), "normal"), "model.norm.weight": ((h,), "ones")}
+    for i in range(shape.num_hidden_layers):
+        p = f"model.layers.{i}."
+        tensors.update({
+            p + "self_attn.q_proj.weight": ((h, h), "normal"), p + "self_attn.q_proj.bias": ((h,), "normal"),
+            p + "self_attn.k_proj.weight": ((kv, h), "normal"), p + "self_attn.k_proj.bias": ((kv,), "normal"),
+            p + "self_attn.v_proj.weight": ((kv, h), "normal"), p + "self_attn.v_proj.bias": ((kv,), "normal"),
+            p + "self_attn.o_proj.weight": ((h, h), "normal"),
+            p + "mlp.gate_proj.weight": ((ffn, h), "normal"), p + "mlp.up_proj.weight": ((ffn, h), "normal"),
+            p + "mlp.down_proj.weight": ((h, ffn), "normal"),
+            p + "input_layernorm.weight": ((h,), "ones"), p + "post_attention_layernorm.weight": ((h,), "ones"),
+        })
+    return tensors
+
+
 def _write_weights(path: Path, shape: Qwen2Shape, seed: int) -> None:
     import numpy as np
     from safetensors.numpy import save_file
 
     rng = np.random.default_rng(seed)
-    head_dim = shape.hidden_size // shape.num_attention_heads
-    kv = shape.num_key_value_heads * head_dim
-    h, ffn = shape.hidden_size, shape.intermediate_size
-
-    def normal(*dims):
-        return (rng.standard_normal(dims) * 0.02).astype(np.float16)
-
-    tensors = {"model.embed_tokens.weight": normal(shape.vocab_size, h), "lm_head.weight": normal(shape.vocab_size, h),
-               "model.norm.weight": np.ones(h, np.float16)}
-    for i in range(shape.num_hidden_layers):
-        p = f"model.layers.{i}."
-        tensors.update({
-            p + "self_attn.q_proj.weight": normal(h, h), p + "self_attn.q_proj.bias": normal(h),
-            p + "self_attn.k_proj.weight": normal(kv, h), p + "self_attn.k_proj.bias": normal(kv),
-            p + "self_attn.v_proj.weight": normal(kv, h), p + "self_attn.v_proj.bias": normal(kv),
-            p + "self_attn.o_proj.weight": normal(h, h),
-            p + "mlp.gate_proj.weight": normal(ffn, h), p + "mlp.up_proj.weight": normal(ffn, h),
-            p + "mlp.down_proj.weight": normal(h, ffn),
-            p + "input_layernorm.weight": np.ones(h, np.float16),
-            p + "post_attention_layernorm.weight": np.ones(h, np.float16),
-        })
+    tensors = {name: (rng.standard_normal(dims) * 0.02).astype(np.float16) if init == "normal"
+               else np.ones(dims, np.float16) for name, (dims, init) in tensor_shapes(shape).items()}
     save_file(tensors, str(path), metadata={"format": "pt"})

@@ -125,6 +125,7 @@ def no_device_reason(python: str) -> str | None:
 
 class VllmServer(ManagedServer):
     name = "vLLM"
+    can_empty_cache = True
 
     def __init__(self, flags: VllmFlags, log_path, python: str = "", extra_env: dict[str, str] | None = None,
                  ready_timeout_s: float = 900.0, port: int | None = None, echo: bool = True):
@@ -176,6 +177,13 @@ class VllmServer(ManagedServer):
                 return
             time.sleep(0.5)
         raise ServerFailed(f"vLLM's prefix cache was still in use after {tries} resets")
+
+    def empty_prompt_cache(self) -> str:
+        self.reset_prefix_cache()
+        return "vLLM's prefix cache emptied before the level's warm-up"
+
+    def counters(self) -> dict[str, float]:
+        return self.metrics()
 
     def metrics(self) -> dict[str, float]:
         """The /metrics counters of COUNTERS that the server exports, by their short names."""

@@ -4,8 +4,9 @@
 - faster-whisper WhisperModel.transcribe(audio, language, beam_size) (sequential long-form decoding);
   on a random-weight model (`fixed_tokens`), both decode the same work per 30 s window as real speech does:
   fixed 30 s windows (no VAD: it finds no speech in synthetic audio), exactly `fixed_tokens` new text tokens
-  per window (end-of-text and every other special token suppressed: random timestamp tokens would split
-  windows and move the sequential seek at random), one temperature (random text fails every quality check,
+  per window (the random checkpoint never picks end-of-text or another special token: random_weights says how;
+  a timestamp token would split windows and move the sequential seek at random), faster-whisper's default
+  suppress list as real runs have it, one temperature (random text fails every quality check,
   so fallbacks would re-decode each window) and no no-speech skipping (the window is decoded all the same).
   Sequential decoding stays conditioned on the previous window's text, as for real speech; its first window
   gets `fixed_tokens` tokens of prompt too, so that every window's prompt is long enough for one
@@ -61,9 +62,7 @@ def faster_whisper(model_path: str, mode: str, compute_type: str, device: str, c
 def fixed_work(model, mode: str, tokens: int, samples: int) -> dict:
     """faster-whisper's transcribe options that make a random-weight `model` decode exactly `tokens` text tokens in
     every 30 s window of `samples` of audio (the module's docstring says why each)."""
-    first_special = model.hf_tokenizer.token_to_id("<|endoftext|>")
-    options = {"suppress_tokens": list(range(first_special, model.hf_tokenizer.get_vocab_size())),
-               "without_timestamps": True, "temperature": 0.0, "no_speech_threshold": None}
+    options = {"without_timestamps": True, "temperature": 0.0, "no_speech_threshold": None}
     # each window's prompt: <|startoftranscript|>(, language, task), <|notimestamps|>; a sequential window's adds
     # <|startofprev|> and the previous text (the first window's: `tokens` text tokens)
     start = 1 + (3 if model.model.is_multilingual else 1)
