@@ -130,8 +130,12 @@ def pytest_ignore_collect(collection_path, config):
 # pytest-xdist (`-n` in pyproject.toml) sends a test file's tests to one worker, in order, so its module fixtures (a
 # smoke run, a server) start once. The files that use one of these engines go to one worker together: their tests
 # assume they have the engine to themselves (the Slurm cluster's one node, one Docker engine's images and
-# containers). (xdist's own --dist loadgroup does not group under pytest 9, which no longer reads Item._nodeid.)
-SHARED_ENGINE_GROUPS = {"docker": ("docker_engine",), "slurm": ("slurm_support", "GPUBENCH_TEST_SLURM_CONF")}
+# containers), or share a server that a session starts once per worker (the tiny vLLM, the tiny llama-server: one
+# start, stopped by the last of its files). A file is in a group when it imports the group's helper or a test of it
+# takes the group's fixture (a word in a comment or a string is not enough).
+# (xdist's own --dist loadgroup does not group under pytest 9, which no longer reads Item._nodeid.)
+SHARED_ENGINE_GROUPS = {"slurm": {"slurm_support", "slurm_cluster"}, "docker": {"docker_engine"},
+                        "vllm": {"tiny_vllm"}, "llamacpp": {"tiny_llamacpp"}}
 
 
 @functools.cache
@@ -140,11 +144,22 @@ def source_of(path: Path) -> str:
     return path.read_text() if path.is_file() else ""
 
 
+def fixtures_taken(source: str) -> set[str]:
+    """The parameter names of a module's functions: the fixtures its tests and its own fixtures take."""
+    import ast
+
+    return {arg.arg for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for arg in node.args.args}
+
+
 def xdist_group(path: Path) -> str:
     """The group a test file's tests run in: its shared engine's, else the file's own."""
     source = source_of(path)
-    for group, words in SHARED_ENGINE_GROUPS.items():
-        if any(word in source for word in words):
+    if not source:
+        return str(path)
+    used = imports(source) | fixtures_taken(source)
+    for group, names in SHARED_ENGINE_GROUPS.items():
+        if used & names:
             return group
     return str(path)
 
@@ -155,12 +170,28 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineGroups(LoadScopeScheduling):
-        """--dist loadfile, with the shared-engine files as one file each."""
+        """--dist loadfile, with the shared-engine files as one file each, handed out in the order the workers
+        collected them (`start_order`), not xdist's most-tests-first."""
 
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(config.rootpath / nodeid.split("::", 1)[0])
 
+        def schedule(self) -> None:
+            self.config.option.loadscopereorder = False
+            super().schedule()
+
     return EngineGroups(config, log)
+
+
+def start_order(path: Path) -> int:
+    """When a test file starts under xdist: the engine groups first, longest first (the Slurm and Docker groups
+    wait on their engine much of the time, so they overlap the other worker's work; each is one long unit that
+    must not start last), then the files that run processes, then the fast layer's short files, which fill the
+    end so both workers finish together."""
+    group = xdist_group(path)
+    if group in SHARED_ENGINE_GROUPS:
+        return list(SHARED_ENGINE_GROUPS).index(group)
+    return len(SHARED_ENGINE_GROUPS) + _fast(source_of(path))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -171,3 +202,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.engine)
         elif _fast(source):
             item.add_marker(pytest.mark.fast)
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the scheduler keeps this order
+        items.sort(key=lambda item: start_order(Path(item.path)))  # stable: a file's tests keep theirs

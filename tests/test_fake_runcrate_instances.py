@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import asyncssh
 import httpx
 import pytest
 import runcrate
+from fake_runcrate import FakeRuncrate
 from fake_runcrate.pytest_fixtures import FAST, client, fake, wait_until  # noqa: F401 - pytest fixtures
+from runcrate import Runcrate
 
 
 @pytest.fixture
@@ -99,6 +102,19 @@ def test_max_runtime_stops_it_and_patch_moves_auto_stop(client, key_id):
     assert stopped.stop_reason == "max_runtime"
     with pytest.raises(runcrate.ConflictError):
         client.instances.update(instance.id, max_runtime_minutes=60)
+
+
+def test_max_runtime_counts_on_the_runtime_clock_where_one_is_set():
+    """runtime_minute_s: an instance's max_runtime_minutes counts its own minutes (here 1 s), not billing's 0.05 s."""
+    with FakeRuncrate(**{**FAST, "runtime_minute_s": 1.0}) as slow_net, \
+            Runcrate(api_key=slow_net.api_key, base_url=slow_net.base_url) as sdk:
+        public = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode()
+        key = sdk.ssh_keys.create(name="launcher", public_key=public).id
+        instance = sdk.instances.create(name="box", ssh_key_id=key, gpu_type="A4000", max_runtime_minutes=5)
+        wait_until(lambda: sdk.instances.get_status(instance.id).status == "running")
+        left_s = (sdk.instances.get(instance.id).auto_stop_at - datetime.now(UTC)).total_seconds()
+        assert 2.5 < left_s <= 5.0  # 5 runtime minutes of 1 s from running (billing's would be 0.25 s)
+        sdk.instances.terminate(instance.id)
 
 
 def test_terminate_leaves_it_terminated_in_the_list(client, key_id):

@@ -66,6 +66,20 @@ def test_a_command_past_max_runtime_is_killed_as_timed_out():
             os.kill(pid, 0)
 
 
+def test_a_safety_net_on_its_own_clock_outlasts_the_billing_clock():
+    """runtime_minute_s: max_runtime_minutes counts its own minutes (here 2 s); billing, one a 0.05 s."""
+    with FakeRuncrate(**{**FAST, "minute_s": 0.05, "runtime_minute_s": 2.0}) as fake_, \
+            Runcrate(api_key=fake_.api_key, base_url=fake_.base_url) as sdk:
+        outlives_billing = sdk.jobs.run(command="sleep 0.5", gpu_type="A4000", max_runtime_minutes=1)
+        past_its_own = sdk.jobs.run(command="exec sleep 30", gpu_type="A4000", max_runtime_minutes=1)
+        done = sdk.jobs.wait(outlives_billing.id, poll_interval=0.05)
+        assert (done.status, done.exit_code) == ("succeeded", 0)  # 0.5 s: 10 billed minutes, within its 2 s
+        assert done.cost_usd > 0
+        started = time.monotonic()
+        cut = sdk.jobs.wait(past_its_own.id, poll_interval=0.05)
+        assert cut.status == "timed_out" and time.monotonic() - started < 10
+
+
 def test_cancel_kills_the_command_and_repeats_harmlessly(fake, client):
     job = client.jobs.run(command='echo "$$" > pid; exec sleep 30', gpu_type="A4000", max_runtime_minutes=LONG)
     wait_until(lambda: client.jobs.get(job.id).status == "running")

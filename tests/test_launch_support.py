@@ -21,6 +21,9 @@ API_KEY = "rc_live_launcher-test-key-5f3a9c1e77"
 BIN = Path(sys.executable).parent
 FAST = {
     "minute_s": 0.05,
+    # A job's safety net (max_runtime_minutes) counts real minutes: a real workload on busy cores is never cut by
+    # it, while billing, queues and capacity waits run on the fast clock. No launcher test waits for it to fire.
+    "runtime_minute_s": 60.0,
     "follow_hold_s": 1.0,
     "queue_s": 0.05,
     "start_s": 0.05,

