@@ -152,10 +152,12 @@ class Provider:
         the sweep's plan, or a launch's LaunchPlan); None when it fits."""
         if self.limit is None or spent + worst <= self.limit + 1e-9:
             return None
-        already = f" plus ${spent:.2f} already spent" if spent else ""
-        return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region)"
-                f"{already} is over max_usd ${self.limit:g}; nothing was launched: raise max_usd, drop cells, or lower"
-                " max_runtime_minutes")
+        return self.refusal(plan, worst, spent)
+
+    def refusal(self, plan, worst: float, spent: float) -> str:
+        """The line over_cap refuses with: the worst case and what was used, against `limit`, in this provider's
+        words (cap_unit, where the cap is set, what a user can change)."""
+        raise NotImplementedError
 
     def running_cap(self, plan, spent: float) -> SharedCap | None:
         """A cap the running jobs are stopped at (dollars read live); None where nothing is billed."""

@@ -155,9 +155,7 @@ class DockerHosts(Provider):
     def worst_case(self, plan, run) -> float:
         return plan.max_runtime_minutes / 60 * run.candidates[0].count
 
-    def over_cap(self, plan, worst: float, spent: float) -> str | None:
-        if self.limit is None or spent + worst <= self.limit + 1e-9:
-            return None
+    def refusal(self, plan, worst: float, spent: float) -> str:
         already = f" plus {spent:.2f} already used" if spent else ""
         return (f"{self.config.source}: the worst case {worst:.2f} GPU-hours (each run to its safety net){already} is"
                 f" over [docker] max_gpu_hours {self.limit:g}; nothing was started: raise it, drop cells, or lower"

@@ -110,6 +110,12 @@ class Runcrate(Provider):
     def worst_case(self, plan, run) -> float | None:
         return plan.worst_cost(run)
 
+    def refusal(self, plan, worst: float, spent: float) -> str:
+        already = f" plus ${spent:.2f} already spent" if spent else ""
+        return (f"plan {plan.source}: the worst case ${worst:.2f} (each cell's safety net at its dearest region)"
+                f"{already} is over max_usd ${self.limit:g}; nothing was launched: raise max_usd, drop cells, or lower"
+                " max_runtime_minutes")
+
     def running_cap(self, plan, spent: float):
         from ..context import SharedCap
 

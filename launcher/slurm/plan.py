@@ -239,16 +239,6 @@ def gpu_hours(minutes: int, gpu_count: int) -> float:
     return minutes / 60 * gpu_count
 
 
-def over_gpu_hours(slurm_cfg: SlurmConfig, worst: float, spent: float = 0.0) -> str | None:
-    """The line that refuses a launch whose worst case (each job to its --time) is over max_gpu_hours, or None."""
-    if slurm_cfg.max_gpu_hours is None or spent + worst <= slurm_cfg.max_gpu_hours + 1e-9:
-        return None
-    already = f" plus {spent:.2f} already used" if spent else ""
-    return (f"{slurm_cfg.source}: the worst case {worst:.2f} GPU-hours (each job to its --time){already} is over"
-            f" [slurm] max_gpu_hours {slurm_cfg.max_gpu_hours:g}; nothing was submitted: raise it, drop"
-            " runs, or lower time_margin_minutes")
-
-
 COMMENT_PREFIX = "gpubench"
 
 

@@ -101,10 +101,11 @@ class Slurm(Provider):
 
         return gpu_hours(plan, run)
 
-    def over_cap(self, plan, worst: float, spent: float) -> str | None:
-        from .plan import over_gpu_hours
-
-        return over_gpu_hours(self.cluster, worst, spent)
+    def refusal(self, plan, worst: float, spent: float) -> str:
+        already = f" plus {spent:.2f} already used" if spent else ""
+        return (f"{self.cluster.source}: the worst case {worst:.2f} GPU-hours (each job to its --time){already} is"
+                f" over [slurm] max_gpu_hours {self.limit:g}; nothing was submitted: raise it, drop runs, or lower"
+                " time_margin_minutes")
 
     # --- printing ----------------------------------------------------------------------------------------------------
     def print_plan(self, plan, store, note: str | None) -> None:
