@@ -1,9 +1,14 @@
 """The server's own gauges of requests running and waiting, sampled through the timed phase and recorded beside the
 asked concurrency; a server without them is said once."""
 
+import http.server
+import threading
+import time
+
 import pytest
 import streaming_server
 
+from gpubench.loadgen import server_gauges
 from gpubench.loadgen.run import run_load
 from gpubench.loadgen.spec import LoadSpec
 
@@ -30,3 +35,50 @@ def test_a_server_without_gauges_is_said_once():
         run = run_load(LoadSpec(base_url=url, **{**LOAD, "requests": 8}))
     assert "no gauges of its running and waiting requests are known" in run.info()["server_gauges"]["note"]
     assert "server_running_mean" not in run.metrics()
+
+
+class _CountedMetrics(http.server.BaseHTTPRequestHandler):
+    """vLLM's two gauges at GET /metrics, each read counted."""
+
+    reads = 0
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        type(self).reads += 1
+        body = b"vllm:num_requests_running 3\nvllm:num_requests_waiting 1\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def counted_metrics():
+    _CountedMetrics.reads = 0
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CountedMetrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_the_sampler_has_read_the_gauges_once_before_the_load_may_start(counted_metrics):
+    """On busy cores a spawned sampler takes seconds to start: the load waits until it has read the gauges once, or a
+    short timed phase ends before its first read (a fresh clone's vLLM counting test read no sample at all)."""
+    sampler = server_gauges.GaugeSampler(counted_metrics, server_gauges.GAUGES["vllm"], interval_s=0.05)
+    assert _CountedMetrics.reads == 1
+    sampler.begin()
+    time.sleep(0.3)
+    gauges = sampler.stop()
+    assert gauges.note is None and len(gauges.samples) >= 2 and _CountedMetrics.reads == 1 + len(gauges.samples)
+    assert {(r, w) for _, r, w in gauges.samples} == {(3.0, 1.0)}
+
+
+def test_a_ready_that_comes_after_the_wait_is_not_taken_for_the_samples(counted_metrics, monkeypatch):
+    monkeypatch.setattr(server_gauges, "READY_TIMEOUT_S", 0)
+    sampler = server_gauges.GaugeSampler(counted_metrics, server_gauges.GAUGES["vllm"], interval_s=0.05)
+    sampler.begin()
+    time.sleep(0.3)
+    gauges = sampler.stop()
+    assert isinstance(gauges, server_gauges.Gauges) and gauges.note is None and gauges.samples

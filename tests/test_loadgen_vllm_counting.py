@@ -23,5 +23,5 @@ def test_plain_run_load_counts_vllms_tokens_and_reads_its_gauges(tiny_vllm):
     assert counting["way"] == "token_ids" and counting["server"].startswith("vllm ")
     assert counting["tokens_counted"] == counting["server_counted"] == 24 * 128
     assert run.metrics()["usage_mismatches"] == 0
-    assert gauges["asked"] == 4 and gauges["samples"] >= 1, gauges
-    assert gauges["samples"] >= 2 and 0 < gauges["running"]["max"] <= 4, gauges
+    assert gauges["asked"] == 4 and gauges.get("samples", 0) >= 2, gauges  # (a note says why there are none)
+    assert 0 < gauges["running"]["max"] <= 4, gauges

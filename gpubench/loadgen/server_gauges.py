@@ -4,10 +4,11 @@ A closed loop of N users asks the server to hold N requests at every moment; whe
 vLLM's /metrics has two gauges: `vllm:num_requests_running` (in the engine's batch) and `vllm:num_requests_waiting`
 (queued for it); SGLang and llama.cpp (with --metrics) have their own (`GAUGES`). A sampler process (spawned: the
 client's event loop and its GIL never pay for a read of /metrics; named `gpubench-client`, as the client's are)
-checks once that the gauges are there, reads them every INTERVAL_S from when the timed phase begins until it is
-stopped, and the samples inside the timed window are summarised beside the asked concurrency, with the series as
-read. A server without them is said once (`Gauges.note`). Every read costs the server a /metrics page, so the
-interval is half a second.
+checks once that the gauges are there and says it is ready (the load waits for that: on busy cores a spawned
+interpreter takes seconds to start, and a short timed phase could end before its first read), reads them every
+INTERVAL_S from when the timed phase begins until it is stopped, and the samples inside the timed window are
+summarised beside the asked concurrency, with the series as read. A server without them is said once
+(`Gauges.note`). Every read costs the server a /metrics page, so the interval is half a second.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ GAUGES = {"vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
 INTERVAL_S = 0.5
 SERIES_MAX = 600  # samples kept in the result as they were read (5 minutes at INTERVAL_S); the summary has them all
 READ_TIMEOUT_S = 5.0
+READY_TIMEOUT_S = 60.0  # a spawned interpreter's start and first read, on cores shared with other work
 
 
 @dataclass
@@ -73,6 +75,9 @@ class GaugeSampler:
                                  name="gpubench-gauges", daemon=True)
         self._proc.start()
         child.close()
+        with contextlib.suppress(OSError, EOFError):
+            if self._pipe.poll(READY_TIMEOUT_S):
+                self._pipe.recv()  # "ready": it has read the gauges once
 
     def begin(self) -> None:
         with contextlib.suppress(OSError):
@@ -81,8 +86,12 @@ class GaugeSampler:
     def stop(self) -> Gauges:
         try:
             self._pipe.send("stop")
-            answered = self._pipe.poll(READ_TIMEOUT_S + 5)
-            got = self._pipe.recv() if answered else Gauges(note="the gauge sampler did not answer")
+            got = Gauges(note="the gauge sampler did not answer")
+            while self._pipe.poll(READ_TIMEOUT_S + 5):
+                answer = self._pipe.recv()
+                if isinstance(answer, Gauges):  # not a "ready" that came after __init__ stopped waiting
+                    got = answer
+                    break
         except (OSError, EOFError):
             got = Gauges(note="the gauge sampler exited")
         finally:
@@ -111,6 +120,7 @@ def _sample(url: str, names: tuple[str, str], interval_s: float, pipe) -> None:
     gauges = Gauges(note=f"the server's running and waiting requests are not known: {first}"
                     if isinstance(first, str) else None, names=names)
     try:
+        pipe.send("ready")
         if pipe.recv() == "begin":
             # half an interval in: a read at the very start sees the closed loop before its first requests arrive
             due = time.perf_counter() + interval_s / 2
