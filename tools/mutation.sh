@@ -73,7 +73,8 @@ for m in "${modules[@]}"; do
     echo "[mutmut]"
     echo "source_paths = gpubench"
     echo "only_mutate = ${FILE[$m]}"
-    printf 'pytest_add_cli_args =\n    -p\n    no:cacheprovider\n'
+    # -n 0: under xdist the tests run in worker processes, and mutmut would see every mutant as having no tests
+    printf 'pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -n\n    0\n'
     echo "pytest_add_cli_args_test_selection ="
     for t in ${TESTS[$m]}; do
       [ -f "$t" ] || continue
