@@ -56,6 +56,9 @@ class Config:
     answer_tokens: int = param(48, "greedy answers to PROMPTS after training (real weights only); 0: none", min=0)
     device: str = param("auto", "where it runs", **DEVICE)
     cpu_threads: int = param(0, "torch's intra-op threads on a CPU; 0: torch's default", min=0)
+    dtype: str = param("bfloat16", "the loop's half precision: LoRA's base weights, QLoRA's compute, every forward's"
+                                   " autocast; float32 for a GPU or CPU without bf16 (full keeps fp32 weights)",
+                       choices=("bfloat16", "float32"))
     memory_limit_gib: float = param(0.0, "cap on PyTorch's CUDA allocator (44.4: the study's L40S); 0: the whole card",
                                     min=0)
     tuned_cuda_graphs: bool = param(True, "lora-tuned on a GPU: forward and backward as CUDA graphs (eager if capture"
@@ -232,7 +235,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     train_batches = list(data.micro_batches(train, micro, pad_id))
     heldout_batches = list(data.micro_batches(heldout, micro, pad_id))
-    ctx.dtype = "bfloat16"
+    ctx.dtype = config.dtype
     ctx.info.update(info, method=method, micro_batch=micro, accumulation=accumulation,
                     steps=config.steps,
                     memory_limit_gib=(config.memory_limit_gib or None) if on_cuda else None)
@@ -240,7 +243,8 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
     with ExitStack() as stack:
         ctx.progress("build_model", message=f"{method} from {source.kind}")
         model = models.build(method, source, device, {"r": config.lora_r, "alpha": config.lora_alpha,
-                                                      "dropout": config.lora_dropout}, stack, ctx.memory)
+                                                      "dropout": config.lora_dropout}, stack, ctx.memory,
+                             config.dtype)
         if len(tokenizer) > model.get_input_embeddings().num_embeddings:
             raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model's embedding "
                              f"{model.get_input_embeddings().num_embeddings}")
@@ -249,7 +253,7 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
         opt = torch.optim.AdamW(params, lr=config.lr_full if method == "full" else config.lr_lora, weight_decay=0.0)
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        autocast = bf16_autocast(device)
+        autocast = half_autocast(device, config.dtype)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = heldout_loss(model, heldout_batches, device, autocast)
 
@@ -304,11 +308,15 @@ def run_setup(setup: str, config: Config, ctx: SetupContext) -> dict[str, float]
 FLOP_COUNT_BATCHES = 4
 
 
-def bf16_autocast(device: str):
-    """The loops' mixed precision: a fresh bf16 autocast context for each use."""
+def half_autocast(device: str, dtype: str):
+    """The loops' mixed precision: a fresh bf16 autocast context for each use (none in float32)."""
+    import contextlib
+
     import torch
 
-    return lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16)
+    if dtype == "float32":
+        return contextlib.nullcontext
+    return lambda: torch.autocast(device.split(":")[0], dtype=getattr(torch, dtype))
 
 
 def count_flops_per_token(model, batches, device: str, autocast) -> float:

@@ -100,17 +100,19 @@ def _plain(source: Source, dtype, device: str):
     return _pretrained(source, dtype).to(device)
 
 
-def build(method: str, source: Source, device: str, lora: dict[str, Any], stack: ExitStack, memory):
+def build(method: str, source: Source, device: str, lora: dict[str, Any], stack: ExitStack, memory,
+          dtype: str = "bfloat16"):
     """The model ready for the study's loop; `stack` keeps any temporary checkpoint until the run ends; `memory` is
-    the setup's peak-memory tracker (ctx.memory)."""
+    the setup's peak-memory tracker (ctx.memory); `dtype` is LoRA's base weights' and QLoRA's compute dtype."""
     import torch
 
+    half = getattr(torch, dtype)
     if method == "full":
         return _plain(source, torch.float32, device)
     if method == "lora":
-        model = _plain(source, torch.bfloat16, device)
+        model = _plain(source, half, device)
     elif method == "qlora":
-        model = _quantized(source, device, stack, memory)
+        model = _quantized(source, device, stack, memory, half)
     else:
         raise ValueError(f"unknown method {method!r}")
     from peft import LoraConfig, get_peft_model
@@ -119,7 +121,7 @@ def build(method: str, source: Source, device: str, lora: dict[str, Any], stack:
                                             task_type="CAUSAL_LM", target_modules=LORA_TARGETS))
 
 
-def _quantized(source: Source, device: str, stack: ExitStack, memory):
+def _quantized(source: Source, device: str, stack: ExitStack, memory, compute_dtype):
     import torch
     from peft import prepare_model_for_kbit_training
     from transformers import BitsAndBytesConfig
@@ -129,14 +131,14 @@ def _quantized(source: Source, device: str, stack: ExitStack, memory):
                            " backend also runs NF4): pip install bitsandbytes==0.50.2")
     if source.kind != "folder":
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="gpubench-finetune-"))
-        _write_checkpoint(_plain(source, torch.bfloat16, device), folder)
+        _write_checkpoint(_plain(source, compute_dtype, device), folder)
         gc.collect()  # the bf16 copy, before the 4-bit one is loaded and memory is measured
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
         memory.reset(device)
         source = Source("folder", folder)
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.bfloat16)
+                               bnb_4bit_compute_dtype=compute_dtype)
     # dtype: transformers 4.57 (the study's) loads what stays unquantized in fp32 when no dtype is given;
     # said explicitly, 5.x does the same. prepare_model_for_kbit_training makes it fp32 either way.
     model = _pretrained(source, torch.float32, quantization_config=quant,

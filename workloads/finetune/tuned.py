@@ -91,9 +91,9 @@ def pad_row(row, pad_id: int, ignore: int, bucket: int = BUCKET):
             "example": torch.cat([row["example"], torch.full((extra,), -1)])}
 
 
-def packed_loss(model, device_type: str):
+def packed_loss(model, device_type: str, dtype: str = "bfloat16"):
     """A module computing one packed row's loss from INPUTS (tensors only, as CUDA graphs need), under bf16
-    autocast without its weight cache (which graphs cannot hold)."""
+    autocast without its weight cache (which graphs cannot hold); in float32, no autocast."""
     import torch
 
     class PackedLoss(torch.nn.Module):
@@ -102,20 +102,20 @@ def packed_loss(model, device_type: str):
             self.model = model
 
         def forward(self, input_ids, position_ids, labels, example):
-            with torch.autocast(device_type, dtype=torch.bfloat16, cache_enabled=False):
+            with torch.autocast(device_type, dtype=torch.bfloat16, cache_enabled=False, enabled=dtype != "float32"):
                 return self.model(input_ids=input_ids, position_ids=position_ids, labels=labels,
                                   attention_mask=block_causal_mask(example), use_cache=False).loss
 
     return PackedLoss()
 
 
-def step_functions(model, rows, device: str, graphs: bool, info: dict) -> dict:
+def step_functions(model, rows, device: str, graphs: bool, info: dict, dtype: str = "bfloat16") -> dict:
     """{row width: loss function}: a captured CUDA graph of the forward and backward per width when asked
     (torch.cuda.make_graphed_callables; its warm-up passes change no weight), else the eager module."""
     import torch
 
     widths = sorted({row["input_ids"].shape[1] for row in rows})
-    eager = packed_loss(model, device.split(":")[0])
+    eager = packed_loss(model, device.split(":")[0], dtype)
     if not graphs:
         info["cuda_graphs"] = "off"
         return dict.fromkeys(widths, eager)
@@ -124,7 +124,7 @@ def step_functions(model, rows, device: str, graphs: bool, info: dict) -> dict:
         for width in widths:
             sample = next(row for row in rows if row["input_ids"].shape[1] == width)
             args = tuple(sample[k].to(device) for k in INPUTS)
-            out[width] = torch.cuda.make_graphed_callables(packed_loss(model, "cuda"), args)
+            out[width] = torch.cuda.make_graphed_callables(packed_loss(model, "cuda", dtype), args)
     except Exception as exc:  # noqa: BLE001 - say so and run eager: the result names what it measured
         measure_device.synchronize(device)
         info["cuda_graphs"] = f"failed, ran eager: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
@@ -164,7 +164,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     rows = [pack(train[step * per_step:(step + 1) * per_step], data.IGNORE) for step in range(config.steps)]
     flop_rows = [{k: v for k, v in row.items() if k != "example"} for row in rows[:finetune.FLOP_COUNT_BATCHES]]
     heldout_batches = list(data.micro_batches(heldout, micro, pad_id))  # the study's held-out micro-batches
-    ctx.dtype = "bfloat16"
+    ctx.dtype = config.dtype
     ctx.info.update(info, method="lora", examples_per_step=per_step,
                     steps=config.steps, packing="one row per step, position ids restart per example",
                     bucket_tokens=BUCKET, optimizer="AdamW fused" if on_cuda else "AdamW foreach",
@@ -174,7 +174,8 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
     with ExitStack() as stack:
         ctx.progress("build_model", message=f"lora from {source.kind}")
         model = models.build("lora", source, device, {"r": config.lora_r, "alpha": config.lora_alpha,
-                                                      "dropout": config.lora_dropout}, stack, ctx.memory)
+                                                      "dropout": config.lora_dropout}, stack, ctx.memory,
+                             config.dtype)
         model.config.use_cache = False  # a cache would turn off transformers' packed-sequence masking
         trainable, total = models.parameter_counts(model, "lora")
         params = [p for p in model.parameters() if p.requires_grad]
@@ -182,7 +183,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
                                 **({"fused": True} if on_cuda else {"foreach": True}))
         schedule = get_cosine_schedule_with_warmup(opt, config.warmup_steps, config.steps)
 
-        autocast = finetune.bf16_autocast(device)
+        autocast = finetune.half_autocast(device, config.dtype)
         ctx.progress("eval_before", total=len(heldout_batches))
         loss_before = finetune.heldout_loss(model, heldout_batches, device, autocast)
 
@@ -192,7 +193,7 @@ def run_setup(setup: str, config, ctx: SetupContext) -> dict[str, float]:
             rows = [{k: v.pin_memory() for k, v in row.items()} for row in rows]
         graphs = on_cuda and config.tuned_cuda_graphs
         with timing.Timed(ctx, device, phase="warmup", message="CUDA graphs" if graphs else "first passes") as warmup:
-            passes = step_functions(model, rows, device, graphs, ctx.info)
+            passes = step_functions(model, rows, device, graphs, ctx.info, config.dtype)
             opt.zero_grad(set_to_none=True)
 
         def loss_of(row):
