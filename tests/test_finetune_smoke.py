@@ -96,3 +96,11 @@ def test_lora_is_compared_with_full_at_the_same_micro_batch(smoke):
     if HAS_BNB:
         assert derived["qlora-mb4"]["loss_before_over_lora"] == pytest.approx(
             values(rows["qlora-mb4"])["eval_loss_before"] - lora["eval_loss_before"])
+
+
+@pytest.mark.skipif(not HAS_BNB, reason="bitsandbytes is not installed: no qlora row to count")
+def test_qlora_counts_its_4bit_base_like_lora_and_both_skip_the_frozen_weight_gradients(smoke):
+    _, rows = smoke
+    per_token = {setup: rows[setup]["info"]["flops_per_token"] for setup in ("full-mb4", "lora-mb4", "qlora-mb4")}
+    assert per_token["qlora-mb4"] == per_token["lora-mb4"]  # bitsandbytes' 4-bit matmuls are counted
+    assert per_token["lora-mb4"] < per_token["full-mb4"]
