@@ -104,3 +104,23 @@ def test_qlora_counts_its_4bit_base_like_lora_and_both_skip_the_frozen_weight_gr
     per_token = {setup: rows[setup]["info"]["flops_per_token"] for setup in ("full-mb4", "lora-mb4", "qlora-mb4")}
     assert per_token["qlora-mb4"] == per_token["lora-mb4"]  # bitsandbytes' 4-bit matmuls are counted
     assert per_token["lora-mb4"] < per_token["full-mb4"]
+
+
+def test_tuned_trains_the_same_examples_and_is_judged_on_the_same_heldout_set(smoke):
+    result, rows = smoke
+    derived = {r["setup"]: r for r in result.records() if r["kind"] == "derived"}
+    assert rows["lora-mb4"]["status"] == rows["lora-tuned"]["status"] == "ok", result.stderr[-2000:]
+    study, tuned = values(rows["lora-mb4"]), values(rows["lora-tuned"])
+    assert tuned["examples_per_step"] == 16
+    assert tuned["train_tokens"] == study["train_tokens"]  # the same examples, counted the same way
+    # the same model before training, scored on the same held-out micro-batches: the same number
+    assert tuned["eval_loss_before"] == pytest.approx(study["eval_loss_before"], abs=1e-6)
+    assert tuned["eval_loss_after"] < tuned["eval_loss_before"]
+    assert abs(tuned["eval_loss_after"] - study["eval_loss_after"]) < 0.01
+    loss_vs_study = derived["lora-tuned"]["metrics"]["loss_vs_study"]["value"]
+    assert loss_vs_study == pytest.approx(tuned["eval_loss_after"] - study["eval_loss_after"])
+    assert derived["lora-tuned"]["metrics"]["speedup_vs_study"]["value"] == pytest.approx(
+        tuned["tokens_per_s"] / study["tokens_per_s"])
+    info = rows["lora-tuned"]["info"]
+    assert info["examples_per_step"] == 16 and info["cuda_graphs"] == "off"
+    assert rows["lora-tuned"]["verdict"]["label"] and "util_samples" in rows["lora-tuned"]["metrics"]

@@ -1,8 +1,6 @@
 """lora-tuned (workloads/finetune/tuned.py): the study's examples per step, packed without leaking across
-examples, trained and evaluated on the study's own data; on the CPU, against lora-mb4 in the same run."""
-
-import pytest
-from clirun import gpubench
+examples. Its run against lora-mb4 (the same examples and held-out set) is checked on the finetune smoke's rows
+(test_finetune_smoke.py)."""
 
 from gpubench.workloads import finetune
 from gpubench.workloads.finetune import tuned as finetune_tuned
@@ -60,34 +58,3 @@ def test_a_packed_row_gives_each_example_the_loss_it_has_alone():
                          labels=together["labels"],
                          attention_mask=finetune_tuned.block_causal_mask(together["example"])).loss
     torch.testing.assert_close(loss.float(), expected.float(), rtol=2e-2, atol=2e-2)  # bf16 autocast against fp32
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    result = gpubench("run", "finetune", "--smoke", "--setups", "lora-mb4,lora-tuned", cwd=tmp_path_factory.mktemp("r"))
-    rows = {r["setup"]: r for r in result.records() if r["kind"] == "result"}
-    derived = {r["setup"]: r for r in result.records() if r["kind"] == "derived"}
-    return result, rows, derived
-
-
-def values(row):
-    return {name: metric["value"] for name, metric in row["metrics"].items()}
-
-
-def test_tuned_trains_the_same_examples_and_is_judged_on_the_same_heldout_set(run):
-    result, rows, derived = run
-    assert result.code == 0, result.stderr[-2000:]
-    study, tuned = values(rows["lora-mb4"]), values(rows["lora-tuned"])
-    assert tuned["examples_per_step"] == 16
-    assert tuned["train_tokens"] == study["train_tokens"]  # the same examples, counted the same way
-    # the same model before training, scored on the same held-out micro-batches: the same number
-    assert tuned["eval_loss_before"] == pytest.approx(study["eval_loss_before"], abs=1e-6)
-    assert tuned["eval_loss_after"] < tuned["eval_loss_before"]
-    assert abs(tuned["eval_loss_after"] - study["eval_loss_after"]) < 0.01
-    loss_vs_study = derived["lora-tuned"]["metrics"]["loss_vs_study"]["value"]
-    assert loss_vs_study == pytest.approx(tuned["eval_loss_after"] - study["eval_loss_after"])
-    assert derived["lora-tuned"]["metrics"]["speedup_vs_study"]["value"] == pytest.approx(
-        tuned["tokens_per_s"] / study["tokens_per_s"])
-    info = rows["lora-tuned"]["info"]
-    assert info["examples_per_step"] == 16 and info["cuda_graphs"] == "off"
-    assert rows["lora-tuned"]["verdict"]["label"] and "util_samples" in rows["lora-tuned"]["metrics"]
