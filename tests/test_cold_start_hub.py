@@ -2,10 +2,9 @@
 
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import local_http
 import pytest
 
 from gpubench.workloads.cold_start import hub
@@ -13,30 +12,20 @@ from gpubench.workloads.cold_start import hub
 REPO = "Qwen/Qwen2.5-7B-Instruct"
 
 
-class _Answers(BaseHTTPRequestHandler):
+class _Answers(local_http.QuietHandler):
     """/api/models/<REPO>/revision/main gives the model's JSON; anything else 404 (as a sandbox gateway does)."""
 
-    def do_GET(self):
+    def do_GET(self):  # noqa: N802 (http.server's name)
         if self.path == f"/api/models/{REPO}/revision/main":
-            body = json.dumps({"id": REPO, "sha": "0" * 40}).encode()
-            self.send_response(200)
+            self.answer(200, json.dumps({"id": REPO, "sha": "0" * 40}).encode())
         else:
-            body = b"not found"
-            self.send_response(404)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            self.answer(404, b"not found")
 
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with local_http.serving(_Answers) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,9 @@
 """The server's own gauges of requests running and waiting, sampled through the timed phase and recorded beside the
 asked concurrency; a server without them is said once."""
 
-import http.server
-import threading
 import time
 
+import local_http
 import pytest
 import streaming_server
 
@@ -37,30 +36,21 @@ def test_a_server_without_gauges_is_said_once():
     assert "server_running_mean" not in run.metrics()
 
 
-class _CountedMetrics(http.server.BaseHTTPRequestHandler):
+class _CountedMetrics(local_http.QuietHandler):
     """vLLM's two gauges at GET /metrics, each read counted."""
 
     reads = 0
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         type(self).reads += 1
-        body = b"vllm:num_requests_running 3\nvllm:num_requests_waiting 1\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.answer(200, b"vllm:num_requests_running 3\nvllm:num_requests_waiting 1\n")
 
 
 @pytest.fixture
 def counted_metrics():
     _CountedMetrics.reads = 0
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CountedMetrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with local_http.serving(_CountedMetrics) as url:
+        yield url
 
 
 def test_the_sampler_has_read_the_gauges_once_before_the_load_may_start(counted_metrics):
