@@ -25,4 +25,3 @@ def test_lora_base_weights_and_autocast_follow_the_dtype(dtype, base, autocast):
         assert torch.is_autocast_enabled("cpu") is autocast
         if autocast:
             assert torch.get_autocast_dtype("cpu") == torch.bfloat16
-
