@@ -6,6 +6,10 @@
 #   bash benchmarks/gpu_whisper_ct2.sh prepare   # ~2.5 min: install, smoke check, random models converted, audio
 #   bash benchmarks/gpu_whisper_ct2.sh harness   # ~6 min: gpubench run whisper, five setups, 2 repeats
 #   bash benchmarks/gpu_whisper_ct2.sh bare      # ~4.5 min: benchmarks/whisper_bare.py, four setups, twice
+#   bash benchmarks/gpu_whisper_ct2.sh sampler   # ~6 min: what the harness's sampler costs (whisper_sampler_cost.py)
+#                                                #   beside the harness with the sampler off, turbo and sequential
+#   ROUNDS="1 2" bash benchmarks/gpu_whisper_ct2.sh rounds  # ~4 min a round: the harness's five setups, then the
+#                                                #   bare script's four, in turns (ROUND_AUDIO_S of audio, 1200)
 #
 # Carry in the first call: .ct2-cuda (the CTranslate2 wheel), .whl-whisper (faster-whisper, av, jiwer, rapidfuzz;
 # fill it with `bash benchmarks/gpu_whisper_ct2.sh wheels` here) and .whl (gpubench's own, docs/gpu-serving.md).
@@ -29,8 +33,8 @@ case "$PART" in
       || exit 1
     ls -l .whl-whisper .ct2-cuda 2>/dev/null
     exit 0 ;;
-  prepare|harness|bare) ;;
-  *) echo "usage: $0 wheels|prepare|harness|bare (docs/gpu-whisper.md)" >&2; exit 2 ;;
+  prepare|harness|bare|sampler|rounds) ;;
+  *) echo "usage: $0 wheels|prepare|harness|bare|sampler|rounds (docs/gpu-whisper.md)" >&2; exit 2 ;;
 esac
 
 mkdir -p "$OUT" "$WORK"
@@ -132,10 +136,11 @@ for shape in dict.fromkeys(shapes):
     print(f"{shape}: {folder} ({time.perf_counter() - started:.0f} s)")
     open(f"{work}/model-{shape}", "w").write(str(folder))
 cpu = shapes[0] == "tiny"
-clips = ([c.audio for c in audio.from_folder(audio.AUDIOEVAL_EN)] if cpu
-         else [c.audio for c in audio.synthetic(600.0, whisper.Config().seed)])
-np.savez(f"{work}/audio.npz", **{f"clip{i:03d}": clip for i, clip in enumerate(clips)})
-print(f"audio: {len(clips)} clips, {sum(len(c) for c in clips) / 16000:.1f} s")
+for name, seconds in (("audio", 600.0), ("audio-1200", 1200.0), ("audio-1800", 1800.0)):  # as the harness cuts --set synthetic_audio_s
+    clips = ([c.audio for c in audio.from_folder(audio.AUDIOEVAL_EN)] if cpu
+             else [c.audio for c in audio.synthetic(seconds, whisper.Config().seed)])
+    np.savez(f"{work}/{name}.npz", **{f"clip{i:03d}": clip for i, clip in enumerate(clips)})
+    print(f"{name}: {len(clips)} clips, {sum(len(c) for c in clips) / 16000:.1f} s")
 EOF
 }
 
@@ -172,4 +177,81 @@ EOF
         --model "fw-large-v3-fp16-seq=$large" --model "fw-large-v3-int8-b16=$large" "${harness[@]}" \
         2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" | tee -a "$OUT/bare.jsonl"
     done ;;
+  rounds)  # the harness and the bare script in turns: a host-bound pass on the H200 reads ~33.5 or ~38x realtime
+    # from one pass to the next (sequential, 2026-12-04), so each round gives both the same luck
+    [ "$FW_OK" = 1 ] || exit 1
+    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
+    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    audio_s=${ROUND_AUDIO_S:-1200}  # 600, 1200 or 1800 (convert's files)
+    npz=$WORK/audio-$audio_s.npz
+    [ "$audio_s" = 600 ] || [ "$CPU" = 1 ] && npz=$WORK/audio.npz  # a CPU run: the smoke's clips either way
+    last=0  # seconds the last round took: a round that would end past ROUND_DEADLINE_S (of this script) is not begun
+    for round in ${ROUNDS:-1}; do
+      if [ "${ROUND_DEADLINE_S:-0}" -gt 0 ] && [ $((SECONDS + last)) -gt "$ROUND_DEADLINE_S" ]; then
+        echo "round $round: not begun (${SECONDS} s gone, the last round took ${last} s)"; break
+      fi
+      begun=$SECONDS
+      timeout "${ROUND_HARNESS_S:-300}" gpubench run whisper --setups "$SETUPS_FW,hf-large-v3-fp16-b16" \
+        "${RUN_ARGS[@]}" --repeats 1 --set synthetic_audio_s="$audio_s" --results-dir "$WORK/results" \
+        ${WHISPER_PRICE:+--price "$WHISPER_PRICE"} \
+        2>>"$OUT/harness.err" | sed "s/^{/{\"round\": $round, /" >>"$OUT/harness.jsonl"
+      echo "round $round, harness: exit ${PIPESTATUS[0]}"
+      timeout "${ROUND_BARE_S:-200}" "$PY" benchmarks/whisper_bare.py --audio "$npz" \
+        --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" \
+        --model "fw-turbo-fp16-b16=$turbo" --model "fw-large-v3-fp16-b16=$large" \
+        --model "fw-large-v3-fp16-seq=$large" --model "fw-large-v3-int8-b16=$large" \
+        2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" >>"$OUT/bare.jsonl"
+      echo "round $round, bare: exit ${PIPESTATUS[0]}"
+      last=$((SECONDS - begun))
+    done
+    tar -czf "$OUT/harness-runs.tar.gz" -C "$WORK" results
+    "$PY" - "$OUT/harness.jsonl" "$OUT/bare.jsonl" <<'EOF'
+import json, statistics, sys
+speeds = {}
+for path, who in ((sys.argv[1], "harness"), (sys.argv[2], "bare")):
+    for line in open(path):
+        r = json.loads(line)
+        if who == "bare" or (r.get("kind") == "result" and r.get("status") == "ok"):
+            x = r["realtime_factor"] if who == "bare" else r["metrics"]["realtime_factor"]["value"]
+            speeds.setdefault(r["setup"], {}).setdefault(who, []).append(round(x, 2))
+        elif r.get("kind") == "result":
+            print("harness", r["setup"], r.get("status"), r.get("error"))
+for setup, by in speeds.items():
+    h, b = by.get("harness", []), by.get("bare", [])
+    gap = f"{100 * (statistics.median(h) / statistics.median(b) - 1):+.1f}%" if h and b else "-"
+    print(setup, "harness", h, "bare", b, "median gap", gap)
+EOF
+    ;;
+  sampler)  # the bare pass beside each part of the sampler (turbo on 1800 s: a 1.2 s pass at 600 s is too short
+    # to read), then the harness on the same audio with its sampler off: what is left of the gap without it
+    [ "$FW_OK" = 1 ] || exit 1
+    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
+    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    cost=("$PY" benchmarks/whisper_sampler_cost.py --fixed-tokens "$FIXED_TOKENS")
+    [ "$CPU" = 1 ] && cost+=(--device cpu --cpu-threads 1 --warmup-s 1)
+    timeout "${SAMPLER_TURBO_S:-150}" "${cost[@]}" --audio "$WORK/audio-1800.npz" --rounds 3 \
+      --model "fw-turbo-fp16-b16=$turbo" >"$OUT/sampler-turbo.jsonl" 2>"$OUT/sampler.err"
+    echo "turbo: exit $?"
+    timeout "${SAMPLER_SEQ_S:-200}" "${cost[@]}" --audio "$WORK/audio.npz" --rounds 2 \
+      --variants none,sampler,nvml,proc --model "fw-large-v3-fp16-seq=$large" >"$OUT/sampler-seq.jsonl" \
+      2>>"$OUT/sampler.err"
+    echo "sequential: exit $?"
+    rm -rf "$WORK/results-off"
+    for spec in "fw-turbo-fp16-b16 1800" "fw-large-v3-fp16-seq 600"; do
+      set -- $spec
+      GPUBENCH_UTILISATION=off timeout "${SAMPLER_HARNESS_S:-100}" gpubench run whisper --setups "$1" \
+        "${RUN_ARGS[@]}" --set synthetic_audio_s="$2" --results-dir "$WORK/results-off" \
+        >>"$OUT/harness-off.jsonl" 2>>"$OUT/harness-off.err"
+      echo "harness, sampler off, $1: exit $?"
+    done
+    grep -h '"summary"\|nvml_call_us_idle' "$OUT"/sampler-*.jsonl
+    "$PY" - "$OUT/harness-off.jsonl" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "result":
+        print(r["setup"], r["repeat"], r.get("status"), r.get("error") or "",
+              round(r["metrics"].get("realtime_factor", {}).get("value", 0), 2))
+EOF
+    ;;
 esac
