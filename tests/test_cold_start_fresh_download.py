@@ -11,12 +11,11 @@ checkpoint under the smoke config's model name. No xet headers are sent, so the 
 
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from clirun import gpubench
+from local_http import QuietHandler, serving
 
 from gpubench.workloads import cold_start
 from gpubench.workloads.cold_start import checkpoint as cold_start_checkpoint
@@ -30,7 +29,7 @@ def _oid(data: bytes) -> str:
 
 
 def _hub(files: dict[str, bytes], gets: list[str]):
-    class Hub(BaseHTTPRequestHandler):
+    class Hub(QuietHandler):
         def do_HEAD(self):
             self._answer(body=False)
 
@@ -55,9 +54,7 @@ def _hub(files: dict[str, bytes], gets: list[str]):
                 if body:
                     gets.append(name)
             else:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.answer(404, b"")
                 return
             self.send_response(200)
             for key, value in {**headers, "Content-Length": str(len(data))}.items():
@@ -65,9 +62,6 @@ def _hub(files: dict[str, bytes], gets: list[str]):
             self.end_headers()
             if body:
                 self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
 
     return Hub
 
@@ -81,8 +75,6 @@ def fresh_run(tmp_path_factory):
     files = {f.name: f.read_bytes() for f in sorted(snapshot.iterdir())}
     files["README.md"] = b"not in allow_patterns: never fetched\n"
     gets: list[str] = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _hub(files, gets))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     cwd = tmp_path_factory.mktemp("run")
     cache = cwd / "cache"
     # A previous download of the same commit: the run finds it (so cache-warm has weights to start from),
@@ -93,13 +85,10 @@ def fresh_run(tmp_path_factory):
     (stale / "left-over").write_text("a previous download")
     (repo_dir / "refs").mkdir()
     (repo_dir / "refs" / "main").write_text(COMMIT)
-    try:
+    with serving(_hub(files, gets)) as hub:
         result = gpubench("run", "cold-start", "--smoke", "--setups", "fresh-download,cache-warm",
                           "--price", "0.54", "--set", f"cache_dir={cache}", "--set", "checkpoint=auto", cwd=cwd,
-                          env={"HF_ENDPOINT": f"http://127.0.0.1:{httpd.server_address[1]}",
-                               "HF_HUB_CACHE": str(cache / "hub")})
-    finally:
-        httpd.shutdown()
+                          env={"HF_ENDPOINT": hub, "HF_HUB_CACHE": str(cache / "hub")})
     rows = {r["setup"]: r for r in result.records() if r["kind"] == "result"}
     return result, rows, files, gets, stale
 
