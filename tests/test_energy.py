@@ -29,9 +29,10 @@ class Clock:
         return self.t
 
 
-def sampled(monkeypatch, gpus, timed=(0.0, 2.0), until=2.5, gpus_used=1):
+def sampled(monkeypatch, gpus, timed=(0.0, 2.0), until=2.5, gpus_used=1, counter_every=1):
     """Readings every STEP from 0 to `until` s through Nvml over the fake GPUs, the part `timed` marked timed
-    (its first and last readings as the sampler takes them), summarised as the worker does."""
+    (its first and last readings as the sampler takes them), summarised as the worker does; the energy counter in
+    every `counter_every`-th reading and at the part's ends."""
     clock = Clock()
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.module(gpus, clock))
     nvml = Nvml()
@@ -41,7 +42,9 @@ def sampled(monkeypatch, gpus, timed=(0.0, 2.0), until=2.5, gpus_used=1):
         clock.t = i * STEP
         inside = timed[0] <= clock.t + 1e-9 and clock.t <= timed[1] + 1e-9
         leaving = abs(clock.t - timed[1]) < 1e-9
-        samples.append(utilisation.Sample(t=clock.t, timed=inside, gpus=nvml.read(), threads={}, leaving=leaving))
+        counter = i % counter_every == 0 or leaving or abs(clock.t - timed[0]) < 1e-9
+        samples.append(utilisation.Sample(t=clock.t, timed=inside, gpus=nvml.read(counter=counter), threads={},
+                                          leaving=leaving))
     return utilisation.summarise(samples, cores=2, gpus_used=gpus_used)
 
 
@@ -55,6 +58,23 @@ def test_the_counter_gives_the_energy_of_the_timed_part_only(monkeypatch):
     assert figures.metrics["avg_power_w"] == pytest.approx(400.0, rel=1e-6)
     assert figures.energy.seconds == pytest.approx(1.5)
     assert figures.energy.power_integral_j == pytest.approx(540.0, rel=1e-6)  # the check, from the low readings
+
+
+def test_a_counter_read_once_a_second_spans_the_readings_between(monkeypatch):
+    # as the sampler reads it: every 20th reading (1 s) and at the timed part's ends (0.5 s and 2.0 s)
+    gpu = fake_pynvml.FakeGpu(watts=400, counter_offset_mj=8_123_456_789, instant_scale=0.9)
+    figures = sampled(monkeypatch, [gpu], timed=(0.5, 2.0), counter_every=20)
+    assert figures.energy.source == energy.COUNTER  # not one interval from the (10% low) power readings
+    assert figures.metrics["energy_j"] == pytest.approx(600.0, rel=1e-6)
+    assert figures.energy.power_integral_j == pytest.approx(540.0, rel=1e-6)
+
+
+def test_a_counter_that_wraps_between_two_of_its_readings_costs_the_intervals_between_them(monkeypatch):
+    # read at 0, 1 and 2 s; it restarts from 0 between 1.00 and 1.05 s, so 2 s reads below 1 s: 1-2 s is integrated
+    gpu = fake_pynvml.FakeGpu(watts=400, counter_wraps_at_mj=410_000, instant_scale=0.9)
+    figures = sampled(monkeypatch, [gpu], counter_every=20)
+    assert figures.metrics["energy_j"] == pytest.approx(400.0 + 360.0, rel=1e-6)
+    assert figures.energy.source.startswith(f"{energy.COUNTER} over 50% of the time")
 
 
 def test_a_counter_that_starts_answering_mid_run_is_joined_by_the_power_integral_before_it(monkeypatch):

@@ -1,15 +1,18 @@
 """Energy over a timed part, from the readings the utilisation sampler took (gpubench/measure/nvml.py).
 
-Per GPU, per interval between two readings inside the part: the difference of NVML's total-energy counter
-where both readings have it and it went up; else the trapezoid of the two power readings (instantaneous where
-the GPU reports it). So a counter that starts answering mid-run, or that wraps or resets between two readings,
-costs only those intervals their counter figure, not the run's; a GPU without the counter is the power
-integral throughout. The setup's figure sums the GPUs it used (its ranks); average watts are that over the
-part's seconds. No reading of either kind (a CPU run, NVML absent): no figure, and the reason.
+Per GPU, over the intervals between consecutive readings inside the part: the difference of NVML's total-energy
+counter between two readings that have it (the sampler reads it about once a second and at the part's ends, so one
+difference spans the intervals between) where it went up; else, interval by interval, the trapezoid of the two power
+readings (instantaneous where the GPU reports it). So a counter that starts answering mid-run, or that wraps or
+resets between two of its readings, costs only the intervals between those two their counter figure, not the run's;
+a GPU without the counter is the power integral throughout. The setup's figure sums the GPUs it used (its ranks);
+average watts are that over the part's seconds. No reading of either kind (a CPU run, NVML absent): no figure, and
+the reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -65,28 +68,74 @@ def interval_joules(t0: float, a, t1: float, b) -> tuple[float | None, str | Non
 
 
 def over(intervals: list[tuple[float, list, float, list]], gpus: list[int]) -> Energy:
-    """Energy over intervals (t0, readings at t0, t1, readings at t1), summed over the GPU indices `gpus`."""
+    """Energy over intervals (t0, readings at t0, t1, readings at t1), in time order, summed over the GPU indices
+    `gpus`."""
     if not intervals:
         return Energy(absent="no interval of the timed part was sampled")
     joules, integral = 0.0, 0.0
     by_source: dict[str, float] = {}
     power_kinds: set[str] = set()
-    for t0, before, t1, after in intervals:
-        for g in gpus:
-            j, source = interval_joules(t0, before[g], t1, after[g])
-            if j is None:
-                return Energy(absent=f"GPU {g} reported neither its energy counter nor its power "
-                                     f"between {t0:.2f} s and {t1:.2f} s", gpus=gpus)
-            joules += j
+    for g in gpus:
+        found = _one_gpu(intervals, g, by_source, power_kinds)
+        if isinstance(found, str):
+            return Energy(absent=found, gpus=gpus)
+        joules += found
+        for t0, before, t1, after in intervals:
             if integral is not None:
                 a, b = before[g].power_w, after[g].power_w
                 integral = None if a is None or b is None else integral + (a + b) / 2 * (t1 - t0)
-            by_source[source] = by_source.get(source, 0.0) + (t1 - t0)
-            if source == INTEGRAL:
-                power_kinds.add(f"{after[g].power_source} power")
     seconds = sum(t1 - t0 for t0, _, t1, _ in intervals)
     return Energy(joules=joules, seconds=seconds, gpus=gpus, source=_source(by_source, power_kinds),
                   power_integral_j=integral)
+
+
+def _one_gpu(intervals: list[tuple[float, list, float, list]], g: int, by_source: dict[str, float],
+             power_kinds: set[str]) -> float | str:
+    """GPU g's joules over the intervals (adding each source's seconds to by_source), or why there are none. The
+    counter's difference spans the intervals from one reading that has it to the next, within a run of adjoining
+    intervals; the intervals no such pair spans are integrated one by one."""
+    joules = 0.0
+    anchor: tuple[float, int] | None = None  # (t, mJ) of the last reading with the counter, in this run
+    loose: list[tuple[float, object, float, object]] = []  # the intervals since the anchor (or the run's start)
+
+    def integrate() -> str | None:
+        nonlocal joules
+        for t0, a, t1, b in loose:
+            j, source = interval_joules(t0, _without_counter(a), t1, _without_counter(b))
+            if j is None:
+                return f"GPU {g} reported neither its energy counter nor its power between {t0:.2f} s and {t1:.2f} s"
+            joules += j
+            by_source[source] = by_source.get(source, 0.0) + (t1 - t0)
+            power_kinds.add(f"{b.power_source} power")
+        loose.clear()
+        return None
+
+    last_t1 = None
+    for t0, before, t1, after in intervals:
+        a, b = before[g], after[g]
+        if t0 != last_t1:  # a new run of adjoining intervals (another timed part): nothing spans the gap
+            problem = integrate()
+            if problem:
+                return problem
+            anchor = (t0, a.energy_mj) if a.energy_mj is not None else None
+        loose.append((t0, a, t1, b))
+        if b.energy_mj is not None:
+            if anchor is not None and b.energy_mj >= anchor[1]:
+                joules += (b.energy_mj - anchor[1]) / 1000.0
+                by_source[COUNTER] = by_source.get(COUNTER, 0.0) + (t1 - anchor[0])
+                loose.clear()
+            else:  # no reading of the counter before, or it wrapped or reset since: those intervals' power
+                problem = integrate()
+                if problem:
+                    return problem
+            anchor = (t1, b.energy_mj)
+        last_t1 = t1
+    return integrate() or joules
+
+
+def _without_counter(reading):
+    """The reading as the power integral sees it (its counter is not one end of a difference here)."""
+    return reading if reading.energy_mj is None else dataclasses.replace(reading, energy_mj=None)
 
 
 def _source(by_source: dict[str, float], power_kinds: set[str]) -> str:

@@ -3,15 +3,15 @@
 It is the process's one NVML sampler: the utilisation and energy figures and NVML's peak memory (the memory
 tracker, gpubench/measure/gpu_memory.py, reads `memory_peak`) are all of its readings.
 
-Every SAMPLE_S, for each GPU visible to the worker (NVML): the busy share (NVML's utilization.gpu: the share
-of its sample period with a kernel running), the memory controller's busy share (utilization.memory), the SM
-clock over its maximum, the power draw over the enforced limit, the clock-event ("throttle") reasons, the
-total-energy counter and the instantaneous power. On the host (/proc): the CPU time of the worker and of the
-processes it started (a server), per thread, from which the process's CPU use and its busiest thread's share
-of one core (a launch-bound loop shows one thread near 100%). The sampler thread leaves itself out. Each
-process is given a role when first seen (data/process_roles.csv: gpubench's client processes, vLLM's API
-server, its engine core), and each role's busiest thread gets its own figure, so a saturated host names
-which of them it was.
+Every SAMPLE_S, for each GPU visible to the worker (NVML): the busy share (NVML's utilization.gpu: the share of its
+sample period with a kernel running), the memory controller's busy share (utilization.memory), the SM clock over its
+maximum, the power draw over the enforced limit, the clock-event ("throttle") reasons and the instantaneous power;
+the total-energy counter every COUNTER_S and at each end of a timed or memory part (one call of it takes as long as
+a reading's other calls a thousand times over: 3 ms on the H200). On the host (/proc): the CPU time of the worker
+and of the processes it started (a server), per thread, from which the process's CPU use and its busiest thread's
+share of one core (a launch-bound loop shows one thread near 100%). The sampler thread leaves itself out. Each
+process is given a role when first seen (data/process_roles.csv: gpubench's client processes, vLLM's API server, its
+engine core), and each role's busiest thread gets its own figure, so a saturated host names which of them it was.
 
 Samples taken while the workload's phase is one of its timed phases (module TIMED_PHASES, default
 ("timed",)) are the ones summarised; a setup that reports no timed phase is summarised over all of it,
@@ -36,6 +36,7 @@ from gpubench.schema import BusiestThread, UtilisationFacts
 from gpubench.workload import MetricDef
 
 SAMPLE_S = 0.05
+COUNTER_S = 1.0  # how often the thread reads the total-energy counter between the parts' ends (nvml.Nvml.read)
 TREE_REFRESH_S = 1.0  # how often the set of processes (the worker and its children) is read again
 OFF_VARIABLE = "GPUBENCH_UTILISATION"  # "off": no sampling (to show what the sampling costs)
 DEFAULT_TIMED_PHASES = ("timed",)
@@ -282,6 +283,7 @@ class Sampler:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pids, self._refreshed = process_tree(self.root), time.monotonic()
+        self._counter_read = -COUNTER_S  # when the energy counter was last read: the first reading reads it
         self._roles: dict[int, str | None] = {pid: process_role(pid) for pid in self._pids}
         self._sampler_tid: int | None = None
         self._thread = threading.Thread(target=self._loop, name="gpubench-utilisation", daemon=True)
@@ -294,19 +296,24 @@ class Sampler:
         # One lock for the reading and the phase: the thread never files a reading under the phase just left.
         with self._lock:
             if timed != self.timed:
-                self._take(timed=True, leaving=not timed)  # the timed part's first reading, or its last
+                # the timed part's first reading, or its last: its energy is the counter's difference between them
+                self._take(timed=True, leaving=not timed, counter=True)
             self.timed = timed
 
-    def _take(self, timed: bool, leaving: bool = False) -> None:
-        """One reading; the caller holds the lock (the thread and mark() from the workload's thread)."""
+    def _take(self, timed: bool, leaving: bool = False, counter: bool = False) -> None:
+        """One reading; the caller holds the lock (the thread and mark() from the workload's thread). The energy
+        counter when `counter` or COUNTER_S after its last reading (energy.over bridges the readings between)."""
         now = time.monotonic()
+        counter = counter or now - self._counter_read >= COUNTER_S
+        if counter:
+            self._counter_read = now
         if now - self._refreshed >= TREE_REFRESH_S:
             self._pids, self._refreshed = process_tree(self.root), now
             for pid in self._pids:
                 if not self._roles.get(pid):  # again until it has one: a client names itself once started
                     self._roles[pid] = process_role(pid)
         try:
-            gpus = self.nvml.read() if self.nvml else []
+            gpus = self.nvml.read(counter=counter) if self.nvml else []
         except Exception:  # noqa: BLE001 - one failed read is one missing sample, not a failed setup
             gpus = []
         threads = thread_cpu_ns(self._pids, skip_tid=self._sampler_tid)
@@ -316,7 +323,7 @@ class Sampler:
         """A reading on the spot (the peak-memory tracker's ends of a part: gpubench/measure/gpu_memory.py); its
         position among the readings."""
         with self._lock:
-            self._take(self.timed)
+            self._take(self.timed, counter=True)
             return len(self.samples) - 1
 
     def memory_peak(self, since: int, gpu: int) -> int | None:
