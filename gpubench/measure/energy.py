@@ -130,7 +130,8 @@ def _one_gpu(intervals: list[tuple[float, list, float, list]], g: int, by_source
                     return problem
             anchor = (t1, b.energy_mj)
         last_t1 = t1
-    return integrate() or joules
+    problem = integrate()
+    return problem if problem else joules
 
 
 def _without_counter(reading):
