@@ -7,7 +7,8 @@ bare script's timed pass over the same audio with one of these beside it, in rot
   none     nothing (whisper_bare.py's pass)
   sampler  the harness's Sampler thread (gpubench/run/utilisation.py), marked timed as the worker marks it
   slow     the same Sampler reading every 4 x SAMPLE_S
-  nvml     a thread making only the Sampler's NVML calls every SAMPLE_S (each call timed)
+  nvml     a thread making only a reading's seven NVML calls every SAMPLE_S, each timed (the energy counter's too,
+           as the Sampler read it in every reading until it was measured here: now once a second)
   proc     a thread making only the Sampler's /proc reads every SAMPLE_S (the process tree, each thread's CPU time)
   process  the Sampler in a child process rooted at this one: its NVML and /proc reads, no GIL shared
 
@@ -40,7 +41,7 @@ VARIANTS = ("none", "sampler", "slow", "nvml", "proc", "process")
 
 
 def nvml_calls(nvml) -> dict:
-    """The calls Nvml.read makes for one GPU, in its order (gpubench/measure/nvml.py)."""
+    """The calls Nvml.read(counter=True) makes for one GPU, in its order (gpubench/measure/nvml.py)."""
     nv, handle = nvml.nv, nvml.handles[0]
     return {
         "utilization": lambda: nv.nvmlDeviceGetUtilizationRates(handle),
