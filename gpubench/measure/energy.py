@@ -12,7 +12,6 @@ the reason.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -58,13 +57,11 @@ class Energy:
         return {"energy_j": self.joules, "avg_power_w": self.joules / self.seconds}
 
 
-def interval_joules(t0: float, a, t1: float, b) -> tuple[float | None, str | None]:
-    """(joules, source) between two readings of one GPU; (None, None) when neither source covers it."""
-    if a.energy_mj is not None and b.energy_mj is not None and b.energy_mj >= a.energy_mj:
-        return (b.energy_mj - a.energy_mj) / 1000.0, COUNTER
-    if a.power_w is not None and b.power_w is not None:
-        return (a.power_w + b.power_w) / 2 * (t1 - t0), INTEGRAL
-    return None, None
+def trapezoid_joules(t0: float, a, t1: float, b) -> float | None:
+    """The power integral between two readings of one GPU; None when either lacks its power."""
+    if a.power_w is None or b.power_w is None:
+        return None
+    return (a.power_w + b.power_w) / 2 * (t1 - t0)
 
 
 def over(intervals: list[tuple[float, list, float, list]], gpus: list[int]) -> Energy:
@@ -82,8 +79,8 @@ def over(intervals: list[tuple[float, list, float, list]], gpus: list[int]) -> E
         joules += found
         for t0, before, t1, after in intervals:
             if integral is not None:
-                a, b = before[g].power_w, after[g].power_w
-                integral = None if a is None or b is None else integral + (a + b) / 2 * (t1 - t0)
+                j = trapezoid_joules(t0, before[g], t1, after[g])
+                integral = None if j is None else integral + j
     seconds = sum(t1 - t0 for t0, _, t1, _ in intervals)
     return Energy(joules=joules, seconds=seconds, gpus=gpus, source=_source(by_source, power_kinds),
                   power_integral_j=integral)
@@ -101,11 +98,11 @@ def _one_gpu(intervals: list[tuple[float, list, float, list]], g: int, by_source
     def integrate() -> str | None:
         nonlocal joules
         for t0, a, t1, b in loose:
-            j, source = interval_joules(t0, _without_counter(a), t1, _without_counter(b))
+            j = trapezoid_joules(t0, a, t1, b)
             if j is None:
                 return f"GPU {g} reported neither its energy counter nor its power between {t0:.2f} s and {t1:.2f} s"
             joules += j
-            by_source[source] = by_source.get(source, 0.0) + (t1 - t0)
+            by_source[INTEGRAL] = by_source.get(INTEGRAL, 0.0) + (t1 - t0)
             power_kinds.add(f"{b.power_source} power")
         loose.clear()
         return None
@@ -132,11 +129,6 @@ def _one_gpu(intervals: list[tuple[float, list, float, list]], g: int, by_source
         last_t1 = t1
     problem = integrate()
     return problem if problem else joules
-
-
-def _without_counter(reading):
-    """The reading as the power integral sees it (its counter is not one end of a difference here)."""
-    return reading if reading.energy_mj is None else dataclasses.replace(reading, energy_mj=None)
 
 
 def _source(by_source: dict[str, float], power_kinds: set[str]) -> str:
