@@ -46,7 +46,8 @@ def decoding_options(model, mode: str, fixed_tokens: int | None, samples: int, l
     return options
 
 
-def run(setup: str, folder: str, clips: list, args) -> dict:
+def transcriber(setup: str, folder: str, args):
+    """(transcribe(audio) -> tokens decoded, model load seconds, compute type) for `setup` on `folder`'s model."""
     from faster_whisper import BatchedInferencePipeline, WhisperModel
 
     mode, compute_type = SETUPS[setup]
@@ -56,23 +57,23 @@ def run(setup: str, folder: str, clips: list, args) -> dict:
     model = WhisperModel(folder, device=args.device, compute_type=compute_type, cpu_threads=args.cpu_threads)
     load_s = time.perf_counter() - started
     pipeline = BatchedInferencePipeline(model=model) if mode == "batched" else None
-    tokens = 0
 
-    def transcribe(audio) -> None:
-        nonlocal tokens
+    def transcribe(audio) -> int:
         options = decoding_options(model, mode, args.fixed_tokens, len(audio), args.language)
         if pipeline is not None:
             segments, _ = pipeline.transcribe(audio, batch_size=args.batch_size, **options)
         else:
             segments, _ = model.transcribe(audio, beam_size=args.beam_size, **options)
-        for segment in segments:  # a lazy generator: the work happens here
-            tokens += len(segment.tokens)
+        return sum(len(segment.tokens) for segment in segments)  # a lazy generator: the work happens here
 
+    return transcribe, load_s, compute_type
+
+
+def run(setup: str, folder: str, clips: list, args) -> dict:
+    transcribe, load_s, compute_type = transcriber(setup, folder, args)
     transcribe(clips[0][: int(args.warmup_s * SAMPLE_RATE)])
-    tokens = 0
     started = time.perf_counter()
-    for clip in clips:
-        transcribe(clip)
+    tokens = sum(transcribe(clip) for clip in clips)
     transcribe_s = time.perf_counter() - started
     audio_s = sum(len(clip) for clip in clips) / SAMPLE_RATE
     return {"setup": setup, "realtime_factor": audio_s / transcribe_s, "transcribe_s": transcribe_s,

@@ -131,36 +131,16 @@ def sample_from_child(root: int, stop, ready, queue) -> None:
 
 
 def passes(setup: str, folder: str, clips: list, args, nvml, variants: list[str]) -> list[dict]:
-    from faster_whisper import BatchedInferencePipeline, WhisperModel
-
-    mode, compute_type = whisper_bare.SETUPS[setup]
-    if args.device == "cpu":
-        compute_type = {"float16": "float32", "int8_float16": "int8"}[compute_type]
-    model = WhisperModel(folder, device=args.device, compute_type=compute_type, cpu_threads=args.cpu_threads)
-    pipeline = BatchedInferencePipeline(model=model) if mode == "batched" else None
-    tokens = 0
-
-    def transcribe(audio) -> None:
-        nonlocal tokens
-        options = whisper_bare.decoding_options(model, mode, args.fixed_tokens, len(audio), args.language)
-        if pipeline is not None:
-            segments, _ = pipeline.transcribe(audio, batch_size=16, **options)
-        else:
-            segments, _ = model.transcribe(audio, beam_size=5, **options)
-        for segment in segments:
-            tokens += len(segment.tokens)
-
+    transcribe, _, _ = whisper_bare.transcriber(setup, folder, args)
     transcribe(clips[0][: int(args.warmup_s * whisper_bare.SAMPLE_RATE)])
     audio_s = sum(len(clip) for clip in clips) / whisper_bare.SAMPLE_RATE
     rows = []
     for round_ in range(1, args.rounds + 1):
         shift = (round_ - 1) % len(variants)
         for variant in variants[shift:] + variants[:shift]:
-            tokens = 0
             with Beside(variant, nvml) as beside:
                 started = time.perf_counter()
-                for clip in clips:
-                    transcribe(clip)
+                tokens = sum(transcribe(clip) for clip in clips)
                 seconds = time.perf_counter() - started
             row = {"setup": setup, "round": round_, "variant": variant, "realtime_factor": audio_s / seconds,
                    "transcribe_s": seconds, "decoded_tokens": tokens, "readings": beside.readings}
@@ -196,6 +176,8 @@ def main() -> int:
     parser.add_argument("--language", default="en")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: a dry run (no NVML: no nvml)")
     parser.add_argument("--cpu-threads", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--beam-size", type=int, default=5)
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
