@@ -144,6 +144,12 @@ for name, seconds in (("audio", 600.0), ("audio-1200", 1200.0), ("audio-1800", 1
 EOF
 }
 
+fw_models() {  # the faster-whisper parts: exit unless the smoke passed; the models converted, in $turbo and $large
+  [ "$FW_OK" = 1 ] || exit 1
+  convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
+  turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+}
+
 case "$PART" in
   prepare)
     [ "$FW_OK" = 1 ] && convert ;;
@@ -166,9 +172,7 @@ for line in open(sys.argv[1]):
 EOF
     ;;
   bare)
-    [ "$FW_OK" = 1 ] || exit 1
-    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
-    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    fw_models
     harness=()
     [ -f "$WORK/harness.jsonl" ] && harness=(--harness "$WORK/harness.jsonl")
     for round in 1 2; do
@@ -179,9 +183,7 @@ EOF
     done ;;
   rounds)  # the harness and the bare script in turns: a host-bound pass on the H200 reads ~33.5 or ~38x realtime
     # from one pass to the next (sequential, 2026-12-04), so each round gives both the same luck
-    [ "$FW_OK" = 1 ] || exit 1
-    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
-    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    fw_models
     audio_s=${ROUND_AUDIO_S:-1200}  # 600, 1200 or 1800 (convert's files)
     npz=$WORK/audio-$audio_s.npz
     [ "$audio_s" = 600 ] || [ "$CPU" = 1 ] && npz=$WORK/audio.npz  # a CPU run: the smoke's clips either way
@@ -224,9 +226,7 @@ EOF
     ;;
   sampler)  # the bare pass beside each part of the sampler (turbo on 1800 s: a 1.2 s pass at 600 s is too short
     # to read), then the harness on the same audio with its sampler off: what is left of the gap without it
-    [ "$FW_OK" = 1 ] || exit 1
-    convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
-    turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+    fw_models
     cost=("$PY" benchmarks/whisper_sampler_cost.py --fixed-tokens "$FIXED_TOKENS")
     [ "$CPU" = 1 ] && cost+=(--device cpu --cpu-threads 1 --warmup-s 1)
     timeout "${SAMPLER_TURBO_S:-150}" "${cost[@]}" --audio "$WORK/audio-1800.npz" --rounds 3 \
