@@ -21,6 +21,9 @@
 #
 # Each call leaves $OUT/llamacpp-<call>.tgz (logs, timings, run folders, peer.json), $OUT/llamacpp-summary.txt (a
 # line per step, both calls) and, from measure, the run's summary.md and peer.txt: 4 files at most.
+# QUANTS (default "Q4_K_M Q8_0") picks the GGUFs prepare makes and measure checks; SETUPS (comma-separated, default
+# the eight llama.cpp setups) what measure runs; PEER_ROUNDS=0 skips the peer. So one quantization can be measured
+# again alone (docs/gpu-llamacpp.md).
 # SMOKE=1 does the same at the smoke size without a GPU (a CPU build stands in for the CUDA one, the tiny GGUF,
 # `gpubench run --smoke`), to try the script itself; GPU_LLAMACPP_WORK and GPU_LLAMACPP_PREFIX move its folders.
 set -u
@@ -43,6 +46,9 @@ PRICE=${PRICE:-3.86}  # the posts' H100 PCIe rate, so the cost columns exist
 GSM8K_GIVEN=${GSM8K_QUESTIONS:+yes}
 GSM8K_QUESTIONS=${GSM8K_QUESTIONS:-200}
 PEER_ROUNDS=${PEER_ROUNDS:-2} PEER_REPS=${PEER_REPS:-5}
+QUANTS=${QUANTS:-Q4_K_M Q8_0}
+QUANT_ARGS=(); for quant in $QUANTS; do QUANT_ARGS+=(--quant "$quant"); done
+SETUPS=${SETUPS:-llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16,llamacpp-q4km-gsm8k,llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16,llamacpp-q8-gsm8k}
 LIMIT_S=${MEASURE_LIMIT_S:-530}
 PEER_ONE_ROUND_S=70 PEER_FULL_S=110  # what the peer needs at one round and at PEER_ROUNDS (both GGUFs)
 SHAPE=study RUN_SIZE=(--weights random --set "gsm8k_questions=$GSM8K_QUESTIONS") CUDA_ARGS=(--cuda 90)
@@ -135,9 +141,9 @@ PY
   [ "$(cuda_build_rc)" = 0 ] && threads=$(nproc)
   [ "$threads" -ge 2 ] || threads=2
   python3 benchmarks/llamacpp_ggufs.py quantize --shape "$SHAPE" --llamacpp-dir "$QUANTIZER" --threads "$threads" \
-    --drop-bf16-below-gib 16 >"$RESULTS/gguf-quantize.txt" 2>&1
+    "${QUANT_ARGS[@]}" --drop-bf16-below-gib 16 >"$RESULTS/gguf-quantize.txt" 2>&1
   local quantize=$?
-  summary "Q4_K_M and Q8_0 on $threads threads: exit $quantize ($(grep -m1 '^made:' "$RESULTS/gguf-quantize.txt"))"
+  summary "$QUANTS on $threads threads: exit $quantize ($(grep -m1 '^made:' "$RESULTS/gguf-quantize.txt"))"
   [ "$quantize" = 0 ] || { tail -n 20 "$RESULTS/gguf-quantize.txt"; return 6; }
   summary "CUDA build: $(cuda_build_running && echo "running: $(grep -o '^\[[0-9]*/[0-9]*\]' \
     "$WORK/cuda-build/build.log" 2>/dev/null | tail -n 1)" || echo "exit $(cuda_build_rc)")"
@@ -162,14 +168,14 @@ measure() {
   { "$PREFIX/bin/llama-server" --version; "$PREFIX/bin/llama-bench" --list-devices; } >"$RESULTS/llama-cpp.txt" 2>&1
   [ "${SMOKE:-0}" = 1 ] || grep -q CUDA0 "$RESULTS/llama-cpp.txt" || {
     summary "llama.cpp finds no CUDA device"; cat "$RESULTS/llama-cpp.txt"; return 4; }
-  python3 benchmarks/llamacpp_ggufs.py check --shape "$SHAPE" >"$RESULTS/gguf-check.txt" 2>&1 || {
+  python3 benchmarks/llamacpp_ggufs.py check --shape "$SHAPE" "${QUANT_ARGS[@]}" >"$RESULTS/gguf-check.txt" 2>&1 || {
     cat "$RESULTS/gguf-check.txt"; return 5; }
 
-  local setups=llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16,llamacpp-q4km-gsm8k
-  setups=$setups,llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16,llamacpp-q8-gsm8k
-  local run_s=$((LIMIT_S - SECONDS - PEER_ONE_ROUND_S - 15))
-  summary "gpubench run: 8 setups, ${RUN_SIZE[*]}, stopped after $run_s s at most"
-  timeout -s INT -k 30 "$run_s" gpubench run ollama-vs-vllm --setups "$setups" "${RUN_SIZE[@]}" --price "$PRICE" \
+  local peer_s=$PEER_ONE_ROUND_S
+  [ "$PEER_ROUNDS" = 0 ] && peer_s=0
+  local run_s=$((LIMIT_S - SECONDS - peer_s - 15))
+  summary "gpubench run: $SETUPS, ${RUN_SIZE[*]}, stopped after $run_s s at most"
+  timeout -s INT -k 30 "$run_s" gpubench run ollama-vs-vllm --setups "$SETUPS" "${RUN_SIZE[@]}" --price "$PRICE" \
     --results-dir "$RESULTS/runs" >"$RESULTS/run.jsonl" 2>"$RESULTS/run.err"
   local run=$?
   summary "gpubench run: exit $run ($(grep -c '"kind": *"result"' "$RESULTS/run.jsonl") results)"
@@ -179,11 +185,13 @@ measure() {
 
   local left=$((LIMIT_S - SECONDS - 10)) rounds=$PEER_ROUNDS
   [ "$left" -lt "$PEER_FULL_S" ] && rounds=1
-  if [ "$left" -lt "$PEER_ONE_ROUND_S" ]; then
+  if [ "$PEER_ROUNDS" = 0 ]; then
+    summary "peer: PEER_ROUNDS=0"
+  elif [ "$left" -lt "$PEER_ONE_ROUND_S" ]; then
     summary "peer: skipped, $left s left"
   else
     summary "peer: $rounds round(s) of $PEER_REPS, $left s at most"
-    timeout -s INT -k 10 "$left" python3 benchmarks/llamacpp_peer.py --shape "$SHAPE" --quant Q4_K_M --quant Q8_0 \
+    timeout -s INT -k 10 "$left" python3 benchmarks/llamacpp_peer.py --shape "$SHAPE" "${QUANT_ARGS[@]}" \
       --rounds "$rounds" --reps "$PEER_REPS" --out "$RESULTS/peer" >"$RESULTS/peer.txt" 2>"$RESULTS/peer.err"
     summary "peer: exit $?"
     cp "$RESULTS/peer.txt" "$OUT/llamacpp-peer.txt"

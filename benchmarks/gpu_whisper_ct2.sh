@@ -9,7 +9,8 @@
 #   bash benchmarks/gpu_whisper_ct2.sh sampler   # ~6 min: what the harness's sampler costs (whisper_sampler_cost.py)
 #                                                #   beside the harness with the sampler off, turbo and sequential
 #   ROUNDS="1 2" bash benchmarks/gpu_whisper_ct2.sh rounds  # ~4 min a round: the harness's five setups, then the
-#                                                #   bare script's four, in turns (ROUND_AUDIO_S of audio, 1200)
+#                                                #   bare script's four, in turns (ROUND_AUDIO_S of audio, 1200;
+#                                                #   ROUND_SETUPS narrows them)
 #
 # Carry in the first call: .ct2-cuda (the CTranslate2 wheel), .whl-whisper (faster-whisper, av, jiwer, rapidfuzz;
 # fill it with `bash benchmarks/gpu_whisper_ct2.sh wheels` here) and .whl (gpubench's own, docs/gpu-serving.md).
@@ -182,28 +183,40 @@ EOF
         2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" | tee -a "$OUT/bare.jsonl"
     done ;;
   rounds)  # the harness and the bare script in turns: a host-bound pass on the H200 reads ~33.5 or ~38x realtime
-    # from one pass to the next (sequential, 2026-12-04), so each round gives both the same luck
+    # from one pass to the next (sequential, 2026-12-04), so each round gives both the same luck; odd rounds run the
+    # harness first, even ones the bare script. ROUND_SETUPS (the harness's setups; default all five) narrows both.
     fw_models
     audio_s=${ROUND_AUDIO_S:-1200}  # 600, 1200 or 1800 (convert's files)
     npz=$WORK/audio-$audio_s.npz
     [ "$audio_s" = 600 ] || [ "$CPU" = 1 ] && npz=$WORK/audio.npz  # a CPU run: the smoke's clips either way
+    round_setups=${ROUND_SETUPS:-$SETUPS_FW,hf-large-v3-fp16-b16}  # the harness's; the bare script runs the fw- ones
+    declare -A folder=([fw-turbo-fp16-b16]=$turbo [fw-large-v3-fp16-b16]=$large [fw-large-v3-fp16-seq]=$large
+      [fw-large-v3-int8-b16]=$large)
+    bare_models=()
+    for setup in ${round_setups//,/ }; do
+      [ -n "${folder[$setup]:-}" ] && bare_models+=(--model "$setup=${folder[$setup]}")
+    done
+    round_harness() {
+      timeout "${ROUND_HARNESS_S:-300}" gpubench run whisper --setups "$round_setups" \
+        "${RUN_ARGS[@]}" --repeats 1 --set synthetic_audio_s="$audio_s" --results-dir "$WORK/results" \
+        ${WHISPER_PRICE:+--price "$WHISPER_PRICE"} \
+        2>>"$OUT/harness.err" | sed "s/^{/{\"round\": $1, /" >>"$OUT/harness.jsonl"
+      echo "round $1, harness: exit ${PIPESTATUS[0]}"
+    }
+    round_bare() {
+      timeout "${ROUND_BARE_S:-200}" "$PY" benchmarks/whisper_bare.py --audio "$npz" \
+        --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" "${bare_models[@]}" \
+        2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $1, /" >>"$OUT/bare.jsonl"
+      echo "round $1, bare: exit ${PIPESTATUS[0]}"
+    }
     last=0  # seconds the last round took: a round that would end past ROUND_DEADLINE_S (of this script) is not begun
     for round in ${ROUNDS:-1}; do
       if [ "${ROUND_DEADLINE_S:-0}" -gt 0 ] && [ $((SECONDS + last)) -gt "$ROUND_DEADLINE_S" ]; then
         echo "round $round: not begun (${SECONDS} s gone, the last round took ${last} s)"; break
       fi
       begun=$SECONDS
-      timeout "${ROUND_HARNESS_S:-300}" gpubench run whisper --setups "$SETUPS_FW,hf-large-v3-fp16-b16" \
-        "${RUN_ARGS[@]}" --repeats 1 --set synthetic_audio_s="$audio_s" --results-dir "$WORK/results" \
-        ${WHISPER_PRICE:+--price "$WHISPER_PRICE"} \
-        2>>"$OUT/harness.err" | sed "s/^{/{\"round\": $round, /" >>"$OUT/harness.jsonl"
-      echo "round $round, harness: exit ${PIPESTATUS[0]}"
-      timeout "${ROUND_BARE_S:-200}" "$PY" benchmarks/whisper_bare.py --audio "$npz" \
-        --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" \
-        --model "fw-turbo-fp16-b16=$turbo" --model "fw-large-v3-fp16-b16=$large" \
-        --model "fw-large-v3-fp16-seq=$large" --model "fw-large-v3-int8-b16=$large" \
-        2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" >>"$OUT/bare.jsonl"
-      echo "round $round, bare: exit ${PIPESTATUS[0]}"
+      if [ $((round % 2)) = 1 ]; then round_harness "$round"; round_bare "$round"
+      else round_bare "$round"; round_harness "$round"; fi
       last=$((SECONDS - begun))
     done
     tar -czf "$OUT/harness-runs.tar.gz" -C "$WORK" results
