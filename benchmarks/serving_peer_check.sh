@@ -22,7 +22,10 @@
 # runs gpubench with --count-tokens WAY into its own file, e.g. "gpubench+chunks gpubench+token-ids gpubench+usage"),
 # WARMUP_X (warm-up requests per user, 2), OPEN_RATE / OPEN_REQUESTS / OPEN_OUTLEN (after the levels, an open loop at
 # OPEN_RATE requests/s of OPEN_REQUESTS requests of OPEN_OUTLEN tokens from each client; unset: none),
-# FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
+# SERVER_KEEP_DIR (a folder in /tmp: the server is started there in its own session, setsid, and left running when
+# the call ends, so the next call made while the machine is warm reuses it instead of starting another; SERVER_STOP=1
+# stops it at the end), VLLM_CLIENT_REQUESTS (vLLM's client's requests at every level, where it needs fewer than
+# gpubench's count to give its figure), FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
 # table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run
 # gpubench), SHAPE (qwen7b | tiny),
 # SERVER_EXTRA (more server flags, after the study's), LOADGEN_EXTRA (more `gpubench loadgen` flags, e.g.
@@ -42,9 +45,16 @@ OPEN_RATE=${OPEN_RATE:-}; OPEN_REQUESTS=${OPEN_REQUESTS:-12000}; OPEN_OUTLEN=${O
 IN=${IN:-512}; OUTLEN=${OUTLEN:-256}
 SHAPE=${SHAPE:-qwen7b}; PORT=${PORT:-8031}; LIMIT_S=${LIMIT_S:-470}; NAME=Qwen/Qwen2.5-7B-Instruct
 M=$D/model; URL=http://127.0.0.1:$PORT
+KEEP=${SERVER_KEEP_DIR:-}
+[ -n "$KEEP" ] && { mkdir -p "$KEEP"; M=$KEEP/model; }
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
 t0=$SECONDS
 
+answers() { "$PY" -c "import urllib.request; urllib.request.urlopen('$URL/v1/models', timeout=2)" 2>/dev/null; }
+if [ -n "$KEEP" ] && [ -f "$KEEP/server.pid" ] && kill -0 "$(cat "$KEEP/server.pid")" 2>/dev/null && answers; then
+  SERVER=$(cat "$KEEP/server.pid")
+  echo "server: reused, pid $SERVER, started by an earlier call: $(cat "$KEEP/server.args")" | tee -a "$D/summary.txt"
+else
 SERVER_ARGS=$("$PY" - "$M" "$NAME" "$SHAPE" <<'EOF'
 import sys
 from gpubench.servers.tiny_model import QWEN25_7B, TINY, write_qwen2
@@ -55,16 +65,25 @@ print(" ".join(VllmFlags(model=folder, served_model_name=name, load_format="dumm
 EOF
 ) || { echo "could not write the model folder or the flags"; exit 3; }
 echo "server: $SERVER_ARGS ${SERVER_EXTRA:-}" | tee -a "$D/summary.txt"
+if [ -n "$KEEP" ]; then  # its own session: it outlives this call, and is stopped as one process group
+  echo "$SERVER_ARGS ${SERVER_EXTRA:-}" >"$KEEP/server.args"
+  # shellcheck disable=SC2086 # the flags are words
+  setsid "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 \
+    --port "$PORT" </dev/null >"$KEEP/server.log" 2>&1 &
+  SERVER=$!; echo $SERVER >"$KEEP/server.pid"
+else
+  # shellcheck disable=SC2086 # the flags are words
+  "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 --port "$PORT" \
+    > "$D/server.log" 2>&1 &
+  SERVER=$!
+fi
+fi
 echo "machine: $(nproc) cores, net.core.somaxconn $(cat /proc/sys/net/core/somaxconn 2>/dev/null)," \
   "tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog 2>/dev/null); clients: $CLIENTS" \
   | tee -a "$D/summary.txt"
-# shellcheck disable=SC2086 # the flags are words
-"$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 --port "$PORT" \
-  > "$D/server.log" 2>&1 &
-SERVER=$!
 ready=0
 for _ in $(seq 1 900); do
-  "$PY" -c "import urllib.request; urllib.request.urlopen('$URL/v1/models', timeout=2)" 2>/dev/null && { ready=1; break; }
+  answers && { ready=1; break; }
   kill -0 $SERVER 2>/dev/null || break
   sleep 0.5
 done
@@ -112,7 +131,8 @@ if [ $ready = 1 ]; then
       k=0
       for client in $CLIENTS; do  # A B in the order given; a fresh seed for each (no prompt reaches the cache twice)
         k=$((k + 1)); t=$SECONDS; seed=$((round * 1000 + users * 10 + k))
-        if [ $client = vllm ]; then vllm_bench "$users" "$requests" $seed "vllm-u$users-r$round"; code=$?
+        if [ $client = vllm ]; then
+          vllm_bench "$users" "${VLLM_CLIENT_REQUESTS:-$requests}" $seed "vllm-u$users-r$round"; code=$?
         elif [ $client = gpubench ]; then
           gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; code=$?
         else  # gpubench+WAY: gpubench counting a chunk's tokens WAY's way (its own file; not in the peer table)
@@ -147,11 +167,21 @@ PY
   fi
 fi
 
-tree() { local p; for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$p"; echo "$p"; done; }
-KIDS=$(tree $SERVER)  # the engine core and its helpers, found by parent id before the server goes
-kill -INT $SERVER 2>/dev/null; for _ in $(seq 1 40); do kill -0 $SERVER 2>/dev/null || break; sleep 0.5; done
-for p in $SERVER $KIDS; do kill -KILL "$p" 2>/dev/null; done; wait $SERVER 2>/dev/null
-rm -rf "$M"
+if [ -n "$KEEP" ] && [ "${SERVER_STOP:-0}" != 1 ]; then
+  echo "server kept running for the next call (pid $SERVER, $KEEP)" | tee -a "$D/summary.txt"
+  cp "$KEEP/server.log" "$D/server.log"
+elif [ -n "$KEEP" ]; then
+  kill -INT -- "-$SERVER" 2>/dev/null; for _ in $(seq 1 40); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- "-$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null
+  cp "$KEEP/server.log" "$D/server.log"; rm -rf "$KEEP"
+  echo "server stopped (its process group)" | tee -a "$D/summary.txt"
+else
+  tree() { local p; for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$p"; echo "$p"; done; }
+  KIDS=$(tree $SERVER)  # the engine core and its helpers, found by parent id before the server goes
+  kill -INT $SERVER 2>/dev/null; for _ in $(seq 1 40); do kill -0 $SERVER 2>/dev/null || break; sleep 0.5; done
+  for p in $SERVER $KIDS; do kill -KILL "$p" 2>/dev/null; done; wait $SERVER 2>/dev/null
+  rm -rf "$M"
+fi
 echo "total $((SECONDS - t0)) s" | tee -a "$D/summary.txt"
 "$PY" "$HERE/serving_peer_table.py" "$D" | tee "$D/table.txt"
 if [ "${TAR:-1}" = 1 ]; then  # at most 8 files come back from a device call: the folder as one archive
