@@ -204,6 +204,7 @@ EOF
       echo "round $1, harness: exit ${PIPESTATUS[0]}"
     }
     round_bare() {
+      [ ${#bare_models[@]} -gt 0 ] || return 0  # the transformers setup alone: no bare script for it
       timeout "${ROUND_BARE_S:-200}" "$PY" benchmarks/whisper_bare.py --audio "$npz" \
         --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" "${bare_models[@]}" \
         2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $1, /" >>"$OUT/bare.jsonl"
