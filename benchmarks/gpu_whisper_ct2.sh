@@ -145,10 +145,19 @@ for name, seconds in (("audio", 600.0), ("audio-1200", 1200.0), ("audio-1800", 1
 EOF
 }
 
-fw_models() {  # the faster-whisper parts: exit unless the smoke passed; the models converted, in $turbo and $large
+fw_models() {  # the faster-whisper parts: exit unless the smoke passed; the models converted, each setup's in MODEL_OF
   [ "$FW_OK" = 1 ] || exit 1
   convert >"$WORK/convert.log" 2>&1 || { cat "$WORK/convert.log"; exit 1; }
+  local turbo large
   turbo=$(cat "$WORK/model-${SHAPES[0]}") large=$(cat "$WORK/model-${SHAPES[1]}")
+  declare -gA MODEL_OF=([fw-turbo-fp16-b16]=$turbo [fw-large-v3-fp16-b16]=$large [fw-large-v3-fp16-seq]=$large
+    [fw-large-v3-int8-b16]=$large)
+}
+model_args() {  # MODEL_ARGS: the bare script's --model SETUP=FOLDER for the faster-whisper setups among $1 (a,b,...)
+  local setup; MODEL_ARGS=()
+  for setup in ${1//,/ }; do
+    [ -n "${MODEL_OF[$setup]:-}" ] && MODEL_ARGS+=(--model "$setup=${MODEL_OF[$setup]}")
+  done
 }
 
 case "$PART" in
@@ -176,10 +185,10 @@ EOF
     fw_models
     harness=()
     [ -f "$WORK/harness.jsonl" ] && harness=(--harness "$WORK/harness.jsonl")
+    model_args fw-turbo-fp16-b16,fw-large-v3-fp16-b16,fw-large-v3-fp16-seq,fw-large-v3-int8-b16
     for round in 1 2; do
       "$PY" benchmarks/whisper_bare.py --audio "$WORK/audio.npz" --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" \
-        --model "fw-turbo-fp16-b16=$turbo" --model "fw-large-v3-fp16-b16=$large" \
-        --model "fw-large-v3-fp16-seq=$large" --model "fw-large-v3-int8-b16=$large" "${harness[@]}" \
+        "${MODEL_ARGS[@]}" "${harness[@]}" \
         2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $round, /" | tee -a "$OUT/bare.jsonl"
     done ;;
   rounds)  # the harness and the bare script in turns: a host-bound pass on the H200 reads ~33.5 or ~38x realtime
@@ -190,12 +199,7 @@ EOF
     npz=$WORK/audio-$audio_s.npz
     [ "$audio_s" = 600 ] || [ "$CPU" = 1 ] && npz=$WORK/audio.npz  # a CPU run: the smoke's clips either way
     round_setups=${ROUND_SETUPS:-$SETUPS_FW,hf-large-v3-fp16-b16}  # the harness's; the bare script runs the fw- ones
-    declare -A folder=([fw-turbo-fp16-b16]=$turbo [fw-large-v3-fp16-b16]=$large [fw-large-v3-fp16-seq]=$large
-      [fw-large-v3-int8-b16]=$large)
-    bare_models=()
-    for setup in ${round_setups//,/ }; do
-      [ -n "${folder[$setup]:-}" ] && bare_models+=(--model "$setup=${folder[$setup]}")
-    done
+    model_args "$round_setups"
     round_harness() {
       timeout "${ROUND_HARNESS_S:-300}" gpubench run whisper --setups "$round_setups" \
         "${RUN_ARGS[@]}" --repeats 1 --set synthetic_audio_s="$audio_s" --results-dir "$WORK/results" \
@@ -204,9 +208,9 @@ EOF
       echo "round $1, harness: exit ${PIPESTATUS[0]}"
     }
     round_bare() {
-      [ ${#bare_models[@]} -gt 0 ] || return 0  # the transformers setup alone: no bare script for it
+      [ ${#MODEL_ARGS[@]} -gt 0 ] || return 0  # the transformers setup alone: no bare script for it
       timeout "${ROUND_BARE_S:-200}" "$PY" benchmarks/whisper_bare.py --audio "$npz" \
-        --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" "${bare_models[@]}" \
+        --fixed-tokens "$FIXED_TOKENS" "${BARE_ARGS[@]}" "${MODEL_ARGS[@]}" \
         2>>"$OUT/bare.err" | sed "s/^{/{\"round\": $1, /" >>"$OUT/bare.jsonl"
       echo "round $1, bare: exit ${PIPESTATUS[0]}"
     }
@@ -223,19 +227,23 @@ EOF
     tar -czf "$OUT/harness-runs.tar.gz" -C "$WORK" results
     "$PY" - "$OUT/harness.jsonl" "$OUT/bare.jsonl" <<'EOF'
 import json, statistics, sys
-speeds = {}
+speeds = {}  # setup -> who -> round -> x realtime
 for path, who in ((sys.argv[1], "harness"), (sys.argv[2], "bare")):
     for line in open(path):
         r = json.loads(line)
         if who == "bare" or (r.get("kind") == "result" and r.get("status") == "ok"):
             x = r["realtime_factor"] if who == "bare" else r["metrics"]["realtime_factor"]["value"]
-            speeds.setdefault(r["setup"], {}).setdefault(who, []).append(round(x, 2))
+            speeds.setdefault(r["setup"], {}).setdefault(who, {})[r["round"]] = round(x, 2)
         elif r.get("kind") == "result":
             print("harness", r["setup"], r.get("status"), r.get("error"))
 for setup, by in speeds.items():
-    h, b = by.get("harness", []), by.get("bare", [])
-    gap = f"{100 * (statistics.median(h) / statistics.median(b) - 1):+.1f}%" if h and b else "-"
-    print(setup, "harness", h, "bare", b, "median gap", gap)
+    h, b = by.get("harness", {}), by.get("bare", {})
+    gap = f"{100 * (statistics.median(h.values()) / statistics.median(b.values()) - 1):+.1f}%" if h and b else "-"
+    # the same round's two passes had the same luck: their ratio is the check (benchmarks/results/h200-2026-12-04b)
+    paired = [h[n] / b[n] - 1 for n in h if n in b]
+    paired_gap = f"{100 * statistics.median(paired):+.1f}%" if paired else "-"
+    print(setup, "harness", list(h.values()), "bare", list(b.values()), "median gap", gap,
+          "median of the rounds' gaps", paired_gap)
 EOF
     ;;
   sampler)  # the bare pass beside each part of the sampler (turbo on 1800 s: a 1.2 s pass at 600 s is too short
@@ -243,11 +251,13 @@ EOF
     fw_models
     cost=("$PY" benchmarks/whisper_sampler_cost.py --fixed-tokens "$FIXED_TOKENS")
     [ "$CPU" = 1 ] && cost+=(--device cpu --cpu-threads 1 --warmup-s 1)
+    model_args fw-turbo-fp16-b16
     timeout "${SAMPLER_TURBO_S:-150}" "${cost[@]}" --audio "$WORK/audio-1800.npz" --rounds 3 \
-      --model "fw-turbo-fp16-b16=$turbo" >"$OUT/sampler-turbo.jsonl" 2>"$OUT/sampler.err"
+      "${MODEL_ARGS[@]}" >"$OUT/sampler-turbo.jsonl" 2>"$OUT/sampler.err"
     echo "turbo: exit $?"
+    model_args fw-large-v3-fp16-seq
     timeout "${SAMPLER_SEQ_S:-200}" "${cost[@]}" --audio "$WORK/audio.npz" --rounds 2 \
-      --variants none,sampler,nvml,proc --model "fw-large-v3-fp16-seq=$large" >"$OUT/sampler-seq.jsonl" \
+      --variants none,sampler,nvml,proc "${MODEL_ARGS[@]}" >"$OUT/sampler-seq.jsonl" \
       2>>"$OUT/sampler.err"
     echo "sequential: exit $?"
     rm -rf "$WORK/results-off"
