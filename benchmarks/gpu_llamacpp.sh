@@ -48,7 +48,9 @@ GSM8K_QUESTIONS=${GSM8K_QUESTIONS:-200}
 PEER_ROUNDS=${PEER_ROUNDS:-2} PEER_REPS=${PEER_REPS:-5}
 QUANTS=${QUANTS:-Q4_K_M Q8_0}
 QUANT_ARGS=(); for quant in $QUANTS; do QUANT_ARGS+=(--quant "$quant"); done
-SETUPS=${SETUPS:-llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16,llamacpp-q4km-gsm8k,llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16,llamacpp-q8-gsm8k}
+ALL_SETUPS=llamacpp-q4km-u1,llamacpp-q4km-u4,llamacpp-q4km-u16,llamacpp-q4km-gsm8k
+ALL_SETUPS=$ALL_SETUPS,llamacpp-q8-u1,llamacpp-q8-u4,llamacpp-q8-u16,llamacpp-q8-gsm8k
+SETUPS=${SETUPS:-$ALL_SETUPS}
 LIMIT_S=${MEASURE_LIMIT_S:-530}
 PEER_ONE_ROUND_S=70 PEER_FULL_S=110  # what the peer needs at one round and at PEER_ROUNDS (both GGUFs)
 SHAPE=study RUN_SIZE=(--weights random --set "gsm8k_questions=$GSM8K_QUESTIONS") CUDA_ARGS=(--cuda 90)

@@ -137,7 +137,8 @@ for shape in dict.fromkeys(shapes):
     print(f"{shape}: {folder} ({time.perf_counter() - started:.0f} s)")
     open(f"{work}/model-{shape}", "w").write(str(folder))
 cpu = shapes[0] == "tiny"
-for name, seconds in (("audio", 600.0), ("audio-1200", 1200.0), ("audio-1800", 1800.0)):  # as the harness cuts --set synthetic_audio_s
+# as the harness cuts --set synthetic_audio_s, so the bare script reads the same clips
+for name, seconds in (("audio", 600.0), ("audio-1200", 1200.0), ("audio-1800", 1800.0)):
     clips = ([c.audio for c in audio.from_folder(audio.AUDIOEVAL_EN)] if cpu
              else [c.audio for c in audio.synthetic(seconds, whisper.Config().seed)])
     np.savez(f"{work}/{name}.npz", **{f"clip{i:03d}": clip for i, clip in enumerate(clips)})

@@ -25,9 +25,9 @@
 # SERVER_KEEP_DIR (a folder in /tmp: the server is started there in its own session, setsid, and left running when
 # the call ends, so the next call made while the machine is warm reuses it instead of starting another; SERVER_STOP=1
 # stops it at the end), VLLM_CLIENT_REQUESTS (vLLM's client's requests at every level, where it needs fewer than
-# gpubench's count to give its figure), FIRST_ROUND (1; a later call that adds rounds on a new server starts past the last, so no seed repeats and the
-# table pools both folders' files), PYTHON (the python that imports vllm and gpubench), GPUBENCH (how to run
-# gpubench), SHAPE (qwen7b | tiny),
+# gpubench's count to give its figure), FIRST_ROUND (1; a later call that adds rounds on a new server starts past the
+# last, so no seed repeats and the table pools both folders' files), PYTHON (the python that imports vllm and
+# gpubench), GPUBENCH (how to run gpubench), SHAPE (qwen7b | tiny),
 # SERVER_EXTRA (more server flags, after the study's), LOADGEN_EXTRA (more `gpubench loadgen` flags, e.g.
 # --prompt-ids to send token ids where vLLM's client sends text), PORT, LIMIT_S (stop starting levels after this
 # many seconds). Both clients send each prompt as text of exactly IN tokens (vLLM's random data set and gpubench's
@@ -65,18 +65,16 @@ print(" ".join(VllmFlags(model=folder, served_model_name=name, load_format="dumm
 EOF
 ) || { echo "could not write the model folder or the flags"; exit 3; }
 echo "server: $SERVER_ARGS ${SERVER_EXTRA:-}" | tee -a "$D/summary.txt"
+log=$D/server.log launch=()
 if [ -n "$KEEP" ]; then  # its own session: it outlives this call, and is stopped as one process group
+  log=$KEEP/server.log launch=(setsid)
   echo "$SERVER_ARGS ${SERVER_EXTRA:-}" >"$KEEP/server.args"
-  # shellcheck disable=SC2086 # the flags are words
-  setsid "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 \
-    --port "$PORT" </dev/null >"$KEEP/server.log" 2>&1 &
-  SERVER=$!; echo $SERVER >"$KEEP/server.pid"
-else
-  # shellcheck disable=SC2086 # the flags are words
-  "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 --port "$PORT" \
-    > "$D/server.log" 2>&1 &
-  SERVER=$!
 fi
+# shellcheck disable=SC2086 # the flags are words
+"${launch[@]}" "$PY" -m vllm.entrypoints.openai.api_server $SERVER_ARGS ${SERVER_EXTRA:-} --host 127.0.0.1 \
+  --port "$PORT" </dev/null >"$log" 2>&1 &
+SERVER=$!
+[ -n "$KEEP" ] && echo $SERVER >"$KEEP/server.pid"
 fi
 echo "machine: $(nproc) cores, net.core.somaxconn $(cat /proc/sys/net/core/somaxconn 2>/dev/null)," \
   "tcp_max_syn_backlog $(cat /proc/sys/net/ipv4/tcp_max_syn_backlog 2>/dev/null); clients: $CLIENTS" \
