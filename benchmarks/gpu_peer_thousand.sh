@@ -7,7 +7,7 @@
 # starts made the old eight-call plan (~49 device-minutes) too long for a 30-minute budget.
 #
 #   CALL=1  carry .vllm-h200/c1 and .whl: piece 1 copied to /tmp; the pacer at 200/s on the known-timing server,
-#           one and two client processes (~150 s)
+#           one and two client processes, PACER_REQUESTS each (12,000: ~150 s; 6,000: ~90 s)
 #   CALL=2  carry .vllm-h200/c2: unpack; the server started and kept; 128 and 256 users, 1,280 requests a client,
 #           vLLM's client first (~400 s)
 #   CALL=3  512 users: gpubench 10,000 timed requests, vLLM's client 2,500, vLLM's first (~430 s)
@@ -30,8 +30,9 @@ case "${CALL:?set CALL=1..6}" in
   1) source "$HERE/gpu_vllm_env.sh"; source "$HERE/gpu_python_env.sh" || exit 1
      { echo "cores $(nproc); somaxconn $(cat /proc/sys/net/core/somaxconn); load $(cut -d' ' -f1-3 /proc/loadavg)"
        for processes in 1 2; do
-         echo "== rate 200/s, $processes client process(es), 12000 requests"
-         timeout 150 python3 "$HERE/loadgen_pacer.py" --rate 200 --requests 12000 --processes "$processes"
+         echo "== rate 200/s, $processes client process(es), ${PACER_REQUESTS:-12000} requests"
+         timeout 150 python3 "$HERE/loadgen_pacer.py" --rate 200 --requests "${PACER_REQUESTS:-12000}" \
+           --processes "$processes"
        done
      } 2>&1 | tee "$OUT/pacer-200.txt"
      exit 0 ;;
