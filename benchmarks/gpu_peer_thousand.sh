@@ -10,7 +10,9 @@
 #           one and two client processes, PACER_REQUESTS each (12,000: ~150 s; 6,000: ~90 s)
 #   CALL=2  carry .vllm-h200/c2: unpack; the server started and kept; 128 and 256 users, 1,280 requests a client,
 #           vLLM's client first (~400 s)
-#   CALL=3  512 users: gpubench 10,000 timed requests, vLLM's client 2,500, vLLM's first (~430 s)
+#   CALL=3  512 users: gpubench 10,000 timed requests, vLLM's client 2,500 (VLLM_CLIENT_REQUESTS), vLLM's first
+#           (~430 s); CHUNKS_REQUESTS=N then runs N more with gpubench counting chunks (no return_token_ids, as vLLM's
+#           client asks), a seed of round 2, into $OUT/chunks: what asking for the counts costs the API server
 #   CALL=4  1,024 users: the same, gpubench first (~450 s)
 #   CALL=5  the open loop: 200 requests/s, 12,000 requests of 16 tokens out, each client; the server stopped (~170 s)
 #   CALL=6  (if time is left) 1,024 users, gpubench alone, 2,500 requests counting a chunk's tokens each way (chunks,
@@ -37,8 +39,8 @@ case "${CALL:?set CALL=1..6}" in
      } 2>&1 | tee "$OUT/pacer-200.txt"
      exit 0 ;;
   2) LEVELS="128:1280 256:1280"; CLIENTS="vllm gpubench"; LIMIT_S=470 ;;
-  3) LEVELS="512:10000"; VLLM_CLIENT_REQUESTS=2500; CLIENTS="vllm gpubench"; LIMIT_S=200 ;;
-  4) LEVELS="1024:10000"; VLLM_CLIENT_REQUESTS=2500; CLIENTS="gpubench vllm"; LIMIT_S=200 ;;
+  3) LEVELS="512:10000"; VLLM_CLIENT_REQUESTS=${VLLM_CLIENT_REQUESTS:-2500}; CLIENTS="vllm gpubench"; LIMIT_S=200 ;;
+  4) LEVELS="1024:10000"; VLLM_CLIENT_REQUESTS=${VLLM_CLIENT_REQUESTS:-2500}; CLIENTS="gpubench vllm"; LIMIT_S=200 ;;
   5) LEVELS=""; CLIENTS="vllm gpubench"; LIMIT_S=200; export SERVER_STOP=1
      export OPEN_RATE=200 OPEN_REQUESTS=12000 OPEN_OUTLEN=16 ;;
   6) LEVELS="1024:2500"; CLIENTS="gpubench+chunks gpubench+token-ids gpubench+usage"; LIMIT_S=200 ;;
@@ -46,3 +48,9 @@ case "${CALL:?set CALL=1..6}" in
 esac
 export LEVELS CLIENTS LIMIT_S ROUNDS=1 FIRST_ROUND=1 VLLM_CLIENT_REQUESTS=${VLLM_CLIENT_REQUESTS:-}
 source "$HERE/gpu_vllm_env.sh" && bash "$HERE/serving_peer_check.sh"
+status=$?
+if [ "$CALL" = 3 ] && [ "${CHUNKS_REQUESTS:-0}" -gt 0 ]; then  # the same level, counting chunks as vLLM's client does
+  mkdir -p "$OUT/chunks"
+  OUT=$OUT/chunks FIRST_ROUND=2 LEVELS="512:$CHUNKS_REQUESTS" CLIENTS="gpubench+chunks" bash "$HERE/serving_peer_check.sh"
+fi
+exit $status
