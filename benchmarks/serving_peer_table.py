@@ -13,9 +13,13 @@ result was saved), the client tree's peak memory (client_cpu.py), the requests i
 requests/s x mean E2E), and the server's own gauges of requests running and waiting over the timed load (gpubench
 records them itself; server_gauges_log.py logs them through vLLM's client's run). A level where vLLM's client passed
 client_saturated of a core (AIPerf's 85%) is marked: there vLLM's client is the limit, and its figures are shown but
-not held to the tolerance. An open loop (files named -r{rate}-) gets the asked and achieved rates and gpubench's
-schedule delay p99, against issue 33's target (within 1%, under 1 ms). Exit 1 when a round is missing or a held
-figure is out of tolerance. Several folders pool their rounds (the calls of one hold).
+not held to the tolerance. So is a level whose two runs are not alike (neq): one client ran more than UNEQUAL_X times
+the other's requests, or fewer than WAVES_MIN a user. With every answer the same length a closed loop moves in
+waves of `users` requests that start and end together (the server's gauges show it), and a run's first wave and
+drain weigh one wave in its requests / users: two runs of different lengths measure different mixes. An open loop
+(files named -r{rate}-) gets the asked and achieved rates and gpubench's schedule delay p99, against issue 33's
+target (within 1%, under 1 ms). Exit 1 when a round is missing or a held figure is out of tolerance. Several
+folders pool their rounds (the calls of one hold).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from pathlib import Path
 TOLERANCE = 0.03
 P99_MIN_REQUESTS = 1000
 CLIENT_SATURATED_PCT = 85.0  # data/verdict_thresholds.csv's client_saturated (AIPerf's rule)
+UNEQUAL_X = 1.5  # one client's requests over the other's, past which a level's runs are not alike
+WAVES_MIN = 4  # requests a user, below which a run is mostly its first wave and its drain
 FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
     ("output tok/s", "output_throughput", "output_tokens_per_s", "{:,.0f}"),
     ("TTFT p50 ms", "median_ttft_ms", "ttft_ms_p50", "{:,.1f}"),
@@ -39,7 +45,7 @@ FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
     ("chunk gap p50", "median_itl_ms", "chunk_gap_ms_p50", "{:.2f}"),
     ("E2E p50 ms", "median_e2el_ms", "e2e_ms_p50", "{:,.0f}"),
 )
-LOAD = ("client CPU %", "client MiB", "in flight", "server running", "server waiting")
+LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting")
 NAME = re.compile(r"(vllm|gpubench)-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
 
 
@@ -161,29 +167,44 @@ def closed_level(users: int, vllm: list[dict], ours: list[dict]) -> int:
         print(f"{users:>5} rounds: vllm bench {len(vllm)}, gpubench {len(ours)} (a round is missing)")
         bad += 1
     saturated = (mean(r["client CPU %"] for r in vllm) or 0) > CLIENT_SATURATED_PCT
+    unlike = unlike_runs(users, mean(r["requests"] for r in vllm), mean(r["requests"] for r in ours))
+    held = not saturated and not unlike
     requests = int(mean(r["requests"] for r in vllm + ours) or 0)
     for label, _, _, fmt in FIGURES:
         a, b = mean(r[label] for r in vllm), mean(r[label] for r in ours)
         note = f"  (p99 of {requests} requests)" if "p99" in label and requests < P99_MIN_REQUESTS else ""
         if a is None or b is None:
             print(f"{users:>5} {label:<14} {show(a, fmt):>12} {show(b, fmt):>12} {'-':>7}{note}")
-            bad += not saturated
+            bad += held
             continue
         ratio = b / a if a else float("nan")
         ok = abs(ratio - 1) <= TOLERANCE
-        mark = "sat" if saturated else ("ok " if ok else "OFF")
-        bad += not ok and not saturated
+        mark = "sat" if saturated else "neq" if unlike else ("ok " if ok else "OFF")
+        bad += not ok and held
         noise = max((x for x in (spread(r[label] for r in vllm), spread(r[label] for r in ours)) if x is not None),
                     default=None)
         print(f"{users:>5} {label:<14} {fmt.format(a):>12} {fmt.format(b):>12} {ratio:>7.3f}"
               f" {mark}  {'-' if noise is None else f'{noise:.1%}':>6}{note}")
-    for label, fmt in zip(LOAD, ("{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}"), strict=True):
+    for label, fmt in zip(LOAD, ("{:,.0f}", "{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}"), strict=True):
         a, b = mean(r[label] for r in vllm), mean(r[label] for r in ours)
         print(f"{users:>5} {label:<14} {show(a, fmt):>12} {show(b, fmt):>12}")
     if saturated:
         print(f"{users:>5} vLLM's client passed {CLIENT_SATURATED_PCT:.0f}% of a core: it is the limit here (sat),"
               " so its figures are not held to the tolerance")
+    if unlike:
+        print(f"{users:>5} the runs are not alike (neq): {unlike}; not held to the tolerance")
     return bad
+
+
+def unlike_runs(users: int, vllm_requests: float | None, our_requests: float | None) -> str | None:
+    """Why one level's two runs can't be held against each other, or None when they can."""
+    if not vllm_requests or not our_requests:
+        return None
+    if max(vllm_requests, our_requests) > UNEQUAL_X * min(vllm_requests, our_requests):
+        return f"{vllm_requests:,.0f} requests against {our_requests:,.0f}"
+    if min(vllm_requests, our_requests) < WAVES_MIN * users:
+        return f"{min(vllm_requests, our_requests):,.0f} requests at {users} users, fewer than {WAVES_MIN} a user"
+    return None
 
 
 def open_level(rate: int, vllm: list[dict], ours: list[dict]) -> int:
