@@ -12,6 +12,13 @@ sys.path.insert(0, str(Path(__file__).parent))  # the test helpers (s3server, fa
 
 import s3server  # noqa: E402
 
+# Every process the tests start inherits these: a torch process uses one thread, and inductor compiles in the process
+# that asked instead of a pool of workers that each import torch again. Three pytest workers share two cores, so more
+# threads only wait for each other (OpenMP's spinning threads burn the cores the others need); what the tests check
+# is behaviour, not speed. A caller's own setting stays.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
 _bucket_ids = itertools.count()
 
 
@@ -187,7 +194,7 @@ def start_order(path: Path) -> int:
     """When a test file starts under xdist: the engine groups first, longest first (the Slurm and Docker groups
     wait on their engine much of the time, so they overlap the other worker's work; each is one long unit that
     must not start last), then the files that run processes, then the fast layer's short files, which fill the
-    end so both workers finish together."""
+    end so the workers finish together."""
     group = xdist_group(path)
     if group in SHARED_ENGINE_GROUPS:
         return list(SHARED_ENGINE_GROUPS).index(group)
