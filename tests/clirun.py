@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,6 +31,13 @@ def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = "/nonexistent/gpubench-test"
     env.update(extra or {})
     return env
+
+
+def as_foreground_job() -> None:
+    """A Popen preexec_fn: the child takes Ctrl-C as a terminal's foreground job does. A test session started in the
+    background (`cmd &` in a script) has SIGINT ignored, which its children inherit, and Python then installs no
+    KeyboardInterrupt for it: a test that sends SIGINT would see it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def gpubench(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> Completed:

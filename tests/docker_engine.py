@@ -23,7 +23,6 @@ import importlib.metadata
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -315,14 +314,11 @@ def _remove_volume(name: str) -> None:
 
 def start_gpubench(args: list[str], cwd: Path, run_id: str) -> subprocess.Popen:
     """gpubench in the background, as a user's shell would start it; output goes to files in cwd."""
-    from clirun import BIN, base_env
+    from clirun import BIN, as_foreground_job, base_env
 
     # faulthandler: a SIGABRT from a test that waited too long writes every thread's stack to stderr.txt
     env = base_env({"GPUBENCH_RUN_ID": run_id, "PYTHONFAULTHANDLER": "1"})
-    # Ctrl-C as a terminal's foreground job gets it: a test session started in the background (`cmd &` in a script)
-    # has SIGINT ignored, which its children inherit, and Python then installs no KeyboardInterrupt for it.
-    return subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    return subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=env, preexec_fn=as_foreground_job,
                             stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))  # noqa: SIM115
 
 

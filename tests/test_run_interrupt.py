@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 
-from clirun import BIN, base_env
+from clirun import BIN, as_foreground_job, base_env
 
 from gpubench import exit_codes
 
@@ -18,7 +18,7 @@ def test_ctrl_c_after_the_first_result_keeps_and_uploads_it(tmp_path, s3, s3_buc
         [str(BIN / "gpubench"), "run", "first-matmul", "--smoke", "--repeats", "20",
          "--store", f"s3://{s3_bucket}/runs"],
         cwd=tmp_path, env=base_env(s3.env()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=as_foreground_job,
     )
     lines = []
     try:
