@@ -94,7 +94,8 @@ NOT_FAST = {"subprocess", "multiprocessing", "clirun", "terminal", "torch", "doc
             "gpubench.run.worker", *ENGINE_IMPORTS}
 
 
-def imports(source: str) -> set[str]:
+@functools.cache  # asked once per test item, by the markers and the scheduler: parse each file once
+def imports(source: str) -> frozenset[str]:
     """Every module a test module imports, anywhere in it, with each of its parents (a.b.c: a, a.b, a.b.c)."""
     import ast
 
@@ -112,7 +113,7 @@ def imports(source: str) -> set[str]:
         for name in found:
             parts = name.split(".")
             names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return names
+    return frozenset(names)
 
 
 def _needs_engine(item, source: str) -> bool:
@@ -151,12 +152,13 @@ def source_of(path: Path) -> str:
     return path.read_text() if path.is_file() else ""
 
 
-def fixtures_taken(source: str) -> set[str]:
+@functools.cache
+def fixtures_taken(source: str) -> frozenset[str]:
     """The parameter names of a module's functions: the fixtures its tests and its own fixtures take."""
     import ast
 
-    return {arg.arg for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            for arg in node.args.args}
+    return frozenset(arg.arg for node in ast.walk(ast.parse(source))
+                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) for arg in node.args.args)
 
 
 def xdist_group(path: Path) -> str:
