@@ -16,7 +16,11 @@ from test_launch_support import Result
 BIN = Path(sys.executable).parent
 PYTHON = str(BIN / "python")  # the worktree's venv: the nodes' Python environment (the node is this machine)
 TRAIN = ["--smoke", "--setups", "eager-sdpa", "--repeats", "1"]
-SLOW_TRAIN = ["--smoke", "--setups", "eager-sdpa,eager-eager", "--repeats", "3"]  # long enough to stop midway
+# A run long enough to stop midway: first-matmul's repeats, each a fresh process that imports torch and no more
+# (1.5 CPU-seconds; a train-compile setup's worker also imports transformers: 4.7).
+SLOW_REPEATS = 10
+SLOW_MATMUL = ["--smoke", "--repeats", str(SLOW_REPEATS)]
+SLOW_TRAIN = ["--smoke", "--setups", "eager-sdpa,eager-eager", "--repeats", "3"]  # for a launch of one workload
 GPUS = {"H100": 'partition = "h100", gres = "gpu:h100"', "L40S": 'partition = "l40s", gres = "gpu:l40s"'}
 
 

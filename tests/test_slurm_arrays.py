@@ -12,7 +12,7 @@ import subprocess
 import time
 
 from slurm_support import (
-    SLOW_TRAIN,
+    SLOW_MATMUL,
     launcher,
     launcher_process,
     live,
@@ -105,7 +105,7 @@ def test_a_double_ctrl_c_names_the_tasks_to_scancel(slurm, tmp_path):
     import threading
 
     name = f"twice{PID}"
-    cells = [("train-compile", ["CPU"], [*SLOW_TRAIN[:-1], str(n)]) for n in (3, 4, 5)]  # long: still running
+    cells = [("first-matmul", ["CPU"], [*SLOW_MATMUL[:-1], str(n)]) for n in (10, 11, 12)]  # long: still running
     proc = launcher_process(["sweep", write_plan(tmp_path, plan_text(name, cells, CPU))], slurm, tmp_path)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)

@@ -9,7 +9,8 @@ import os
 import signal
 
 from slurm_support import (
-    SLOW_TRAIN,
+    SLOW_MATMUL,
+    SLOW_REPEATS,
     TRAIN,
     finished,
     launcher,
@@ -45,7 +46,7 @@ def _running_with_a_result(cluster, name: str, root, count: int) -> bool:
 
 
 def test_killed_launcher_then_resumed(slurm, tmp_path):
-    plan = write_plan(tmp_path, plan_text(f"killed{PID}", [("train-compile", ["H100", "L40S"], SLOW_TRAIN)]))
+    plan = write_plan(tmp_path, plan_text(f"killed{PID}", [("first-matmul", ["H100", "L40S"], SLOW_MATMUL)]))
     root = tmp_path / "gpubench-results"
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
     try:
@@ -66,14 +67,14 @@ def test_killed_launcher_then_resumed(slurm, tmp_path):
     for folder in folders.values():
         assert finished(folder) == "ok"
         results = [r for r in _results(folder) if r["kind"] == "result"]
-        assert len(results) == 2 * 3  # every setup x repeat once: nothing lost, nothing doubled
+        assert len(results) == SLOW_REPEATS  # every repeat once: nothing lost, nothing doubled
         assert json.loads((folder / "job.json").read_text())["job_id"] in first
     # What the resumed call streamed is the whole run, from the job's output file.
-    assert sum(r["kind"] == "result" for r in resumed.records()) == 2 * 2 * 3
+    assert sum(r["kind"] == "result" for r in resumed.records()) == 2 * SLOW_REPEATS
 
 
 def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(slurm, tmp_path):
-    plan = write_plan(tmp_path, plan_text(f"ctrlc{PID}", [("train-compile", ["H100", "L40S"], SLOW_TRAIN),
+    plan = write_plan(tmp_path, plan_text(f"ctrlc{PID}", [("first-matmul", ["H100", "L40S"], SLOW_MATMUL),
                                                      ("train-compile", ["H100"], TRAIN)]))
     root = tmp_path / "gpubench-results"
     proc = launcher_process(["sweep", plan], slurm, tmp_path)
