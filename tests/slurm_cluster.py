@@ -129,6 +129,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MinJobAge={min_job_age}
 KillWait=5
+PropagatePrioProcess=1
 InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30

@@ -73,9 +73,12 @@ def env(cluster, extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**clean, **cluster.env(), "GPUBENCH_POLL_S": "0.5", **(extra or {})}
 
 
-def launcher(args: list[str], cluster, cwd: Path, extra: dict[str, str] | None = None, timeout: float = 600) -> Result:
+def launcher(args: list[str], cluster, cwd: Path, extra: dict[str, str] | None = None, timeout: float = 600,
+             nice: int = 0) -> Result:
+    """`gpubench-launch ARGS` to its end. `nice`: the launcher's nice value, which its jobs run at (the test cluster's
+    PropagatePrioProcess=1): a run that only has to last a while yields the cores to the other tests."""
     done = subprocess.run([str(BIN / "gpubench-launch"), *args], cwd=cwd, env=env(cluster, extra), text=True,
-                          capture_output=True, timeout=timeout)
+                          capture_output=True, timeout=timeout, preexec_fn=(lambda: os.nice(nice)) if nice else None)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
