@@ -110,6 +110,19 @@ vllm_bench() {  # users (0: none, an open loop's flags follow) requests seed fil
   kill -TERM $LOGGER 2>/dev/null; wait $LOGGER 2>/dev/null
   return $code
 }
+TICK=$(getconf CLK_TCK)
+api_cpu_ticks() {  # the server's API process (not its engine core, a process of its own): utime + stime
+  local stat fields; stat=$(cat "/proc/$SERVER/stat" 2>/dev/null) || { echo 0; return; }
+  read -ra fields <<<"${stat##*) }"; echo $((fields[11] + fields[12]))
+}
+server_cpu_start() { CPU0=$(api_cpu_ticks); WALL0=$(date +%s.%N); }
+server_cpu_end() {  # file tokens-streamed: the API process's CPU over one client run (its warm-up included)
+  awk -v c=$(($(api_cpu_ticks) - CPU0)) -v tick="$TICK" -v w0="$WALL0" -v w1="$(date +%s.%N)" -v tokens="$2" \
+    -v json="$D/$1.server.json" 'BEGIN {
+      printf "{\"api_cpu_s\": %.2f, \"wall_s\": %.2f, \"tokens\": %d}\n", c / tick, w1 - w0, tokens > json
+      printf "  server API process: %.1f CPU-s, %.0f%% of a core, %.1f ms per 1k tokens streamed\n",
+             c / tick, 100 * c / tick / (w1 - w0), 1e6 * c / tick / tokens }' | tee -a "$D/summary.txt"
+}
 gpubench_loadgen() {  # users (0: none, an open loop's flags follow) requests seed file [more flags]
   local closed=(); [ "$1" -gt 0 ] && closed=(--users "$1" --warmup $((WARMUP_X * $1)))
   # shellcheck disable=SC2086 # GPUBENCH may be several words
@@ -129,6 +142,8 @@ if [ $ready = 1 ]; then
       k=0
       for client in $CLIENTS; do  # A B in the order given; a fresh seed for each (no prompt reaches the cache twice)
         k=$((k + 1)); t=$SECONDS; seed=$((round * 1000 + users * 10 + k))
+        sent=$(( $([ $client = vllm ] && echo "${VLLM_CLIENT_REQUESTS:-$requests}" || echo "$requests") + WARMUP_X * users ))
+        server_cpu_start
         if [ $client = vllm ]; then
           vllm_bench "$users" "${VLLM_CLIENT_REQUESTS:-$requests}" $seed "vllm-u$users-r$round"; code=$?
         elif [ $client = gpubench ]; then
@@ -147,19 +162,21 @@ for r in map(json.loads, open(sys.argv[1])):
 PY
         fi
         echo "$client u$users r$round (seed $seed): exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+        server_cpu_end "$client-u$users-r$round" $((sent * OUTLEN))
       done
     done
   done
   if [ -n "$OPEN_RATE" ]; then  # the open loop: Poisson arrivals at OPEN_RATE/s, short answers, no in-flight cap
     OUTLEN_NOW=$OPEN_OUTLEN
     for client in $CLIENTS; do
-      t=$SECONDS; seed=$((9000 + $([ $client = vllm ] && echo 1 || echo 2)))
+      t=$SECONDS; seed=$((9000 + $([ $client = vllm ] && echo 1 || echo 2))); server_cpu_start
       if [ $client = vllm ]; then
         vllm_bench 0 "$OPEN_REQUESTS" $seed "vllm-r$OPEN_RATE-r1" --request-rate "$OPEN_RATE" --num-warmups 200
       else
         gpubench_loadgen 0 "$OPEN_REQUESTS" $seed "gpubench-r$OPEN_RATE-r1" --rate "$OPEN_RATE" --warmup 200
       fi
       echo "$client open loop $OPEN_RATE/s x $OPEN_REQUESTS: exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+      server_cpu_end "$client-r$OPEN_RATE-r1" $(((OPEN_REQUESTS + 200) * OPEN_OUTLEN))
     done
     OUTLEN_NOW=
   fi

@@ -11,7 +11,9 @@ load asked, for each client: the busiest client process's share of a core over t
 client_cpu_pct; vLLM's client: its process tree sampled by client_cpu.py, over the `duration` seconds before its
 result was saved), the client tree's peak memory (client_cpu.py), the requests it held in flight (Little's law:
 requests/s x mean E2E), and the server's own gauges of requests running and waiting over the timed load (gpubench
-records them itself; server_gauges_log.py logs them through vLLM's client's run). A level where vLLM's client passed
+records them itself; server_gauges_log.py logs them through vLLM's client's run), and the server's API process's
+CPU over each client's run: its share of a core and its CPU time per 1k tokens streamed, which shows whether one
+client's requests cost the server more work (gpubench's per-chunk token ids, say). A level where vLLM's client passed
 client_saturated of a core (AIPerf's 85%) is marked: there vLLM's client is the limit, and its figures are shown but
 not held to the tolerance. So is a level whose two runs are not alike (neq): one client ran more than UNEQUAL_X times
 the other's requests, or fewer than WAVES_MIN a user. With every answer the same length a closed loop moves in
@@ -45,7 +47,8 @@ FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
     ("chunk gap p50", "median_itl_ms", "chunk_gap_ms_p50", "{:.2f}"),
     ("E2E p50 ms", "median_e2el_ms", "e2e_ms_p50", "{:,.0f}"),
 )
-LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting")
+LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting", "API CPU %",
+        "API ms/1k tok")
 NAME = re.compile(r"(vllm|gpubench)-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
 
 
@@ -89,6 +92,17 @@ def gauges_mean(path: Path, result: dict) -> tuple[float | None, float | None]:
     return statistics.fmean(s[-2] for s in inside), statistics.fmean(s[-1] for s in inside)
 
 
+def server_api_cpu(path: Path) -> dict[str, float | None]:
+    """The server's API process's CPU over the client's whole run (warm-up included; serving_peer_check.sh reads
+    /proc before and after): its share of a core, and its CPU time per 1k tokens streamed."""
+    try:
+        run = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {"API CPU %": None, "API ms/1k tok": None}
+    return {"API CPU %": 100 * run["api_cpu_s"] / run["wall_s"] if run["wall_s"] else None,
+            "API ms/1k tok": 1e6 * run["api_cpu_s"] / run["tokens"] if run["tokens"] else None}
+
+
 def gpubench_metrics(path: Path) -> dict[str, float] | None:
     for line in path.read_text().splitlines():
         record = json.loads(line)
@@ -110,7 +124,8 @@ def vllm_figures(path: Path) -> dict:
                     "client MiB": peak_mib(series) if series else None,
                     "in flight": throughput * e2e / 1e3 if throughput and e2e else None,
                     "server running": running, "server waiting": waiting,
-                    "achieved rate": throughput, "schedule delay p99 ms": None})
+                    "achieved rate": throughput, "schedule delay p99 ms": None,
+                    **server_api_cpu(path.with_suffix(".server.json"))})
     return figures
 
 
@@ -127,7 +142,8 @@ def gpubench_figures(path: Path) -> dict | None:
                     "server running": metrics.get("server_running_mean"),
                     "server waiting": metrics.get("server_waiting_mean"),
                     "achieved rate": metrics.get("achieved_rate"),
-                    "schedule delay p99 ms": metrics.get("schedule_delay_ms_p99")})
+                    "schedule delay p99 ms": metrics.get("schedule_delay_ms_p99"),
+                    **server_api_cpu(path.with_suffix(".server.json"))})
     return figures
 
 
@@ -185,7 +201,8 @@ def closed_level(users: int, vllm: list[dict], ours: list[dict]) -> int:
                     default=None)
         print(f"{users:>5} {label:<14} {fmt.format(a):>12} {fmt.format(b):>12} {ratio:>7.3f}"
               f" {mark}  {'-' if noise is None else f'{noise:.1%}':>6}{note}")
-    for label, fmt in zip(LOAD, ("{:,.0f}", "{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}"), strict=True):
+    formats = ("{:,.0f}", "{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}", "{:.0f}", "{:.1f}")
+    for label, fmt in zip(LOAD, formats, strict=True):
         a, b = mean(r[label] for r in vllm), mean(r[label] for r in ours)
         print(f"{users:>5} {label:<14} {show(a, fmt):>12} {show(b, fmt):>12}")
     if saturated:
