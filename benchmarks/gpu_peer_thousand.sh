@@ -2,7 +2,7 @@
 # Issue 33's H200 hold: the peer table against `vllm bench serve` at 128, 256, 512 and 1,024 users on one vLLM
 # (--max-num-seqs 1024), and an open loop at 200 requests/s with short outputs, in five calls made back to back.
 # benchmarks/serving_peer_check.sh does the work (each client's CPU, memory and the server's running and waiting
-# gauges through its timed load, the server's API process's CPU per 1k tokens over each client's run; each call's
+# gauges through its timed load, the server's API process and engine core CPU over each client's run; each call's
 # folder comes back as one .tgz with table.txt). The server starts once, in call 2, in a session of its own
 # (SERVER_KEEP_DIR), and calls 3-5 reuse it: a start is 100-140 s, which five starts made the old eight-call plan
 # (~49 device-minutes) too long for a 30-minute budget.

@@ -111,17 +111,25 @@ vllm_bench() {  # users (0: none, an open loop's flags follow) requests seed fil
   return $code
 }
 TICK=$(getconf CLK_TCK)
-api_cpu_ticks() {  # the server's API process (not its engine core, a process of its own): utime + stime
-  local stat fields; stat=$(cat "/proc/$SERVER/stat" 2>/dev/null) || { echo 0; return; }
+ticks_of() {  # pid: its utime + stime (all its threads), 0 once it is gone
+  local stat fields; stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
   read -ra fields <<<"${stat##*) }"; echo $((fields[11] + fields[12]))
 }
-server_cpu_start() { CPU0=$(api_cpu_ticks); WALL0=$(date +%s.%N); }
-server_cpu_end() {  # file tokens-streamed: the API process's CPU over one client run (its warm-up included)
-  awk -v c=$(($(api_cpu_ticks) - CPU0)) -v tick="$TICK" -v w0="$WALL0" -v w1="$(date +%s.%N)" -v tokens="$2" \
-    -v json="$D/$1.server.json" 'BEGIN {
-      printf "{\"api_cpu_s\": %.2f, \"wall_s\": %.2f, \"tokens\": %d}\n", c / tick, w1 - w0, tokens > json
-      printf "  server API process: %.1f CPU-s, %.0f%% of a core, %.1f ms per 1k tokens streamed\n",
-             c / tick, 100 * c / tick / (w1 - w0), 1e6 * c / tick / tokens }' | tee -a "$D/summary.txt"
+server_ticks() {  # the API process (the server's own) and, apart, its children: the engine core and its helpers
+  local child engine=0
+  for child in $(ps -o pid= --ppid "$SERVER" 2>/dev/null); do engine=$((engine + $(ticks_of "$child"))); done
+  echo "$(ticks_of "$SERVER") $engine"
+}
+server_cpu_start() { read -r API0 ENGINE0 <<<"$(server_ticks)"; WALL0=$(date +%s.%N); }
+server_cpu_end() {  # file tokens-streamed: the server's CPU over one client run (its warm-up included)
+  local api engine; read -r api engine <<<"$(server_ticks)"
+  awk -v a=$((api - API0)) -v e=$((engine - ENGINE0)) -v tick="$TICK" -v w0="$WALL0" -v w1="$(date +%s.%N)" \
+    -v tokens="$2" -v json="$D/$1.server.json" 'BEGIN {
+      printf "{\"api_cpu_s\": %.2f, \"engine_cpu_s\": %.2f, \"wall_s\": %.2f, \"tokens\": %d}\n",
+             a / tick, e / tick, w1 - w0, tokens > json
+      printf "  server: API process %.1f CPU-s (%.0f%% of a core, %.1f ms per 1k tokens streamed), engine core %.0f%%\n",
+             a / tick, 100 * a / tick / (w1 - w0), 1e6 * a / tick / tokens, 100 * e / tick / (w1 - w0) }' \
+    | tee -a "$D/summary.txt"
 }
 gpubench_loadgen() {  # users (0: none, an open loop's flags follow) requests seed file [more flags]
   local closed=(); [ "$1" -gt 0 ] && closed=(--users "$1" --warmup $((WARMUP_X * $1)))

@@ -3,25 +3,26 @@
     python benchmarks/serving_peer_table.py FOLDER [FOLDER ...]
 
 For each closed-loop level (users) and client, the mean over the rounds of: output tokens/s, TTFT p50/mean/p99, TPOT
-p50, the gap between chunks p50 (vLLM's client's ITL: one per chunk, whatever it carries), E2E p50. Then gpubench /
-vLLM per figure, marked ok within TOLERANCE (issue 23's target), and the noise: the largest spread (max - min) / mean
-of one client's figure over its rounds, so a gap can be read against how much one client differs from itself. A p99
-over fewer than 1,000 requests is shown with its count. Below each level, what says whether the server was given the
-load asked, for each client: the busiest client process's share of a core over the timed load (gpubench: its
-client_cpu_pct; vLLM's client: its process tree sampled by client_cpu.py, over the `duration` seconds before its
-result was saved), the client tree's peak memory (client_cpu.py), the requests it held in flight (Little's law:
-requests/s x mean E2E), and the server's own gauges of requests running and waiting over the timed load (gpubench
-records them itself; server_gauges_log.py logs them through vLLM's client's run), and the server's API process's
-CPU over each client's run: its share of a core and its CPU time per 1k tokens streamed, which shows whether one
-client's requests cost the server more work (gpubench's per-chunk token ids, say). A level where vLLM's client passed
-client_saturated of a core (AIPerf's 85%) is marked: there vLLM's client is the limit, and its figures are shown but
-not held to the tolerance. So is a level whose two runs are not alike (neq): one client ran more than UNEQUAL_X times
-the other's requests, or fewer than WAVES_MIN a user. With every answer the same length a closed loop moves in
-waves of `users` requests that start and end together (the server's gauges show it), and a run's first wave and
-drain weigh one wave in its requests / users: two runs of different lengths measure different mixes. An open loop
-(files named -r{rate}-) gets the asked and achieved rates and gpubench's schedule delay p99, against issue 33's
-target (within 1%, under 1 ms). Exit 1 when a round is missing or a held figure is out of tolerance. Several
-folders pool their rounds (the calls of one hold).
+p50, the gap between chunks p50 (vLLM's client's ITL: one per chunk, whatever it carries), E2E p50. Then gpubench / vLLM
+per figure, marked ok within TOLERANCE (issue 23's target), and the noise: the largest spread (max - min) / mean of one
+client's figure over its rounds, so a gap can be read against how much one client differs from itself. A p99 over fewer
+than 1,000 requests is shown with its count. Below each level, what says whether the server was given the load asked,
+for each client: the busiest client process's share of a core over the timed load (gpubench: its client_cpu_pct; vLLM's
+client: its process tree sampled by client_cpu.py, over the `duration` seconds before its result was saved), the client
+tree's peak memory (client_cpu.py), the requests it held in flight (Little's law: requests/s x mean E2E), and the
+server's own gauges of requests running and waiting over the timed load (gpubench records them itself;
+server_gauges_log.py logs them through vLLM's client's run), and the server's CPU over each client's run: its API
+process's share of a core and CPU time per 1k tokens streamed, which shows whether one client's requests cost the server
+more work (gpubench's per-chunk token ids, say), and its engine core's share (it loops without pause while it has
+requests and spins on the GPU's syncs, so well under 100% under load means it waited for requests). A level where vLLM's
+client passed client_saturated of a core (AIPerf's 85%) is marked: there vLLM's client is the limit, and its figures are
+shown but not held to the tolerance. So is a level whose two runs are not alike (neq): one client ran more than
+UNEQUAL_X times the other's requests, or fewer than WAVES_MIN a user. With every answer the same length a closed loop
+moves in waves of `users` requests that start and end together (the server's gauges show it), and a run's first wave and
+drain weigh one wave in its requests / users: two runs of different lengths measure different mixes. An open loop (files
+named -r{rate}-) gets the asked and achieved rates and gpubench's schedule delay p99, against issue 33's target (within
+1%, under 1 ms). Exit 1 when a round is missing or a held figure is out of tolerance. Several folders pool their rounds
+(the calls of one hold).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
     ("E2E p50 ms", "median_e2el_ms", "e2e_ms_p50", "{:,.0f}"),
 )
 LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting", "API CPU %",
-        "API ms/1k tok")
+        "API ms/1k tok", "engine CPU %")
 NAME = re.compile(r"(vllm|gpubench)-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
 
 
@@ -93,14 +94,18 @@ def gauges_mean(path: Path, result: dict) -> tuple[float | None, float | None]:
 
 
 def server_api_cpu(path: Path) -> dict[str, float | None]:
-    """The server's API process's CPU over the client's whole run (warm-up included; serving_peer_check.sh reads
-    /proc before and after): its share of a core, and its CPU time per 1k tokens streamed."""
+    """The server's CPU over the client's whole run (warm-up included; serving_peer_check.sh reads /proc before and
+    after): its API process's share of a core and CPU time per 1k tokens streamed, and its engine core's share."""
     try:
         run = json.loads(path.read_text())
     except FileNotFoundError:
-        return {"API CPU %": None, "API ms/1k tok": None}
-    return {"API CPU %": 100 * run["api_cpu_s"] / run["wall_s"] if run["wall_s"] else None,
-            "API ms/1k tok": 1e6 * run["api_cpu_s"] / run["tokens"] if run["tokens"] else None}
+        return {"API CPU %": None, "API ms/1k tok": None, "engine CPU %": None}
+    def share(cpu_s: float | None) -> float | None:
+        return 100 * cpu_s / run["wall_s"] if cpu_s is not None and run["wall_s"] else None
+
+    return {"API CPU %": share(run["api_cpu_s"]),
+            "API ms/1k tok": 1e6 * run["api_cpu_s"] / run["tokens"] if run["tokens"] else None,
+            "engine CPU %": share(run.get("engine_cpu_s"))}
 
 
 def gpubench_metrics(path: Path) -> dict[str, float] | None:
@@ -201,7 +206,7 @@ def closed_level(users: int, vllm: list[dict], ours: list[dict]) -> int:
                     default=None)
         print(f"{users:>5} {label:<14} {fmt.format(a):>12} {fmt.format(b):>12} {ratio:>7.3f}"
               f" {mark}  {'-' if noise is None else f'{noise:.1%}':>6}{note}")
-    formats = ("{:,.0f}", "{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}", "{:.0f}", "{:.1f}")
+    formats = ("{:,.0f}", "{:.0f}", "{:,.0f}", "{:,.1f}", "{:,.1f}", "{:,.1f}", "{:.0f}", "{:.1f}", "{:.0f}")
     for label, fmt in zip(LOAD, formats, strict=True):
         a, b = mean(r[label] for r in vllm), mean(r[label] for r in ours)
         print(f"{users:>5} {label:<14} {show(a, fmt):>12} {show(b, fmt):>12}")

@@ -40,6 +40,7 @@ def test_the_holds_unequal_levels_are_shown_but_not_held(capsys):
 def test_the_servers_api_process_cpu_per_run(tmp_path):
     table = peer_table()
     run = tmp_path / "gpubench-u64-r1.server.json"
-    run.write_text('{"api_cpu_s": 2.5, "wall_s": 10.0, "tokens": 50000}')  # as serving_peer_check.sh writes it
-    assert table.server_api_cpu(run) == {"API CPU %": 25.0, "API ms/1k tok": 50.0}
-    assert table.server_api_cpu(tmp_path / "vllm-u64-r1.server.json") == {"API CPU %": None, "API ms/1k tok": None}
+    run.write_text('{"api_cpu_s": 2.5, "engine_cpu_s": 9.5, "wall_s": 10.0, "tokens": 50000}')  # as the check writes
+    assert table.server_api_cpu(run) == {"API CPU %": 25.0, "API ms/1k tok": 50.0, "engine CPU %": 95.0}
+    assert table.server_api_cpu(tmp_path / "vllm-u64-r1.server.json") == {
+        "API CPU %": None, "API ms/1k tok": None, "engine CPU %": None}
