@@ -41,10 +41,15 @@ def decode(source) -> object:
     return decode_audio(source, sampling_rate=SAMPLE_RATE)
 
 
-def audioeval_folder() -> Path:
+def audioeval_installed() -> bool:
     spec = importlib.util.find_spec("pytest_audioeval")
-    if spec is None or not spec.submodule_search_locations:
+    return spec is not None and bool(spec.submodule_search_locations)
+
+
+def audioeval_folder() -> Path:
+    if not audioeval_installed():
         raise FileNotFoundError(f"{AUDIOEVAL_EN}: the pytest-audioeval package is not installed")
+    spec = importlib.util.find_spec("pytest_audioeval")
     return Path(next(iter(spec.submodule_search_locations))) / "samples" / "audio" / "en"
 
 
