@@ -52,6 +52,15 @@ OWN_LINE = re.compile(r"^(|\[\d+/\d+\] .*|  \S+: .*|> .*|\|.*|results: .*|--smok
                       r"|the failed setups' tracebacks .*|What bounded each result .*|- \S+ \(repeat \d+\): .*)$")
 
 
+def hiding_modules(tmp_path: Path, *names: str) -> dict[str, str]:
+    """The env under which the CLIs can't import `names`, as on a machine where they were never installed: a
+    sitecustomize that puts None in their sys.modules slots."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(f"import sys\nfor name in {names!r}:\n    sys.modules[name] = None\n")
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
 def third_party_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not OWN_LINE.match(line)]
 

