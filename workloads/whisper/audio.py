@@ -47,9 +47,9 @@ def audioeval_installed() -> bool:
 
 
 def audioeval_folder() -> Path:
-    if not audioeval_installed():
-        raise FileNotFoundError(f"{AUDIOEVAL_EN}: the pytest-audioeval package is not installed")
     spec = importlib.util.find_spec("pytest_audioeval")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"{AUDIOEVAL_EN}: the pytest-audioeval package is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "samples" / "audio" / "en"
 
 
