@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 OutputSink = Callable[[str], None]
@@ -34,18 +35,43 @@ def command_environment(extra: Mapping[str, str], machine_id: str) -> dict[str, 
 
 
 def kill_machine(machine_id: str) -> None:
-    """SIGKILL every process started for that machine, wherever it went."""
+    """SIGKILL every process started for that machine, wherever it went.
+
+    A process in the middle of an exec reads an empty environment (the kernel has switched it to the new program's
+    memory and not yet set its environment there), and a chain such as ``setsid nohup sleep`` is three execs: such
+    processes are read again until they show one, for up to ``EXEC_WINDOW_S``."""
     needle = f"{MACHINE_MARKER}={machine_id}".encode() + b"\0"
-    for entry in Path("/proc").iterdir():
+    unsure = _kill_marked(Path("/proc").iterdir(), needle)
+    deadline = time.monotonic() + EXEC_WINDOW_S
+    while unsure and time.monotonic() < deadline:
+        time.sleep(0.002)
+        unsure = _kill_marked(unsure, needle)
+
+
+EXEC_WINDOW_S = 1.0
+_PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags: a kernel thread (no environment, ever)
+
+
+def _kill_marked(entries: Iterable[Path], needle: bytes) -> list[Path]:
+    """SIGKILLs the processes among ``entries`` whose environment holds ``needle``; answers the live user processes
+    whose environment read empty."""
+    unsure = []
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            if not environ:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                if fields[0] not in ("Z", "X") and not int(fields[6]) & _PF_KTHREAD:
+                    unsure.append(entry)
+                continue
         except OSError:
             continue
         if needle in environ:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry.name), signal.SIGKILL)
+    return unsure
 
 
 def kill_group(pid: int) -> None:
