@@ -98,6 +98,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
     from gpubench.loadgen.spec import LoadSpec, LoadSpecError
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
+    from gpubench.run.stop_signal import terminate_as_interrupt
 
     args = RunArgs.of(study.NAME, **shared)
     prompts = ()
@@ -145,6 +146,7 @@ def loadgen(base_url, model, endpoint, users, request_count, rate, burstiness, w
             return loadgen_search.measure(load, searched, users, setup, repeat, run_id, progress, say)
         return _measure(load, setup, repeat, run_id, progress, slo_target)
 
+    terminate_as_interrupt()
     view = None if live.wants_records(shared["as_json"]) else live.LiveView()
     run_dir = stores.RunDir.create(results_dir, run_id, echo=view)
     with view or contextlib.nullcontext():

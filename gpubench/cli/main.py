@@ -198,6 +198,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     from gpubench import weights as weight_store
     from gpubench.run import live
     from gpubench.run.runner import Runner, RunRequest
+    from gpubench.run.stop_signal import terminate_as_interrupt
     from gpubench.servers import engines
     from gpubench.workload import build_config, load, parse_overrides
 
@@ -250,6 +251,7 @@ def run(workload, setups, smoke, repeats, price, store, results_dir, overrides, 
     if docker:  # the engine and the image (pulled now if missing), before any folder is made
         image = _docker_image(spec, image)
 
+    terminate_as_interrupt()
     root = Path(results_dir).absolute()  # the folders made for this run go again if its container never starts
     new_root = next((folder for folder in reversed([root, *root.parents]) if not folder.exists()), None)
     view = None if live.wants_records(as_json) else live.LiveView()

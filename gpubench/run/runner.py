@@ -25,6 +25,7 @@ from gpubench.catalog import WorkloadSpec
 from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, live, utilisation
+from gpubench.run.stop_signal import stopped_from_outside
 from gpubench.run.worker import HARNESS_METRICS
 from gpubench.schema import (
     NOT_FINITE,
@@ -225,6 +226,8 @@ class Runner:
                 elif line.strip():
                     self.run_dir.log(f"[{label}] {line.rstrip()}")
             proc.wait()
+            if stopped_from_outside(proc.returncode):
+                raise KeyboardInterrupt
         except KeyboardInterrupt:
             proc.kill()
             proc.wait()
