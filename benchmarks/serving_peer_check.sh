@@ -9,7 +9,9 @@
 #
 # On the H200 (one 10-minute call; the server starts in ~100-140 s):
 #   source benchmarks/gpu_vllm_env.sh && bash benchmarks/serving_peer_check.sh
-# Results under $OUT/peer: each client's output, server.log, table.txt. On a CPU (the proof that it runs):
+# Results: $OUT/peer-<time>.tgz (each client's output, server.log, table.txt) with the table and summary beside it;
+# $OUT/peer-partial.tgz holds every run finished so far while it goes (a call cut by its limit still brings those
+# back). TAR=0 leaves the folder as $OUT/peer instead. On a CPU (the proof that it runs):
 #   OUT=/tmp/peer PYTHON=.venv-vllm/bin/python GPUBENCH="python -m gpubench" SHAPE=tiny \
 #     LEVELS="1:4 4:8" ROUNDS=2 IN=64 OUTLEN=16 SERVER_EXTRA="--enforce-eager --max-model-len 1024" \
 #     VLLM_CPU_KVCACHE_SPACE=1 bash benchmarks/serving_peer_check.sh
@@ -33,7 +35,16 @@
 # many seconds). Both clients send each prompt as text of exactly IN tokens (vLLM's random data set and gpubench's
 # prompts with --tokenizer), which the server tokenizes.
 set -u
-OUT=${OUT:?set OUT to a folder}; D=$OUT/peer; mkdir -p "$D"
+OUT=${OUT:?set OUT to a folder}; mkdir -p "$OUT"
+if [ "${TAR:-1}" = 1 ]; then  # at most 8 files come back from a device call: the folder stays outside $OUT
+  D=$(mktemp -d /tmp/gpubench-peer-XXXXXX)/peer
+else
+  D=$OUT/peer
+fi
+mkdir -p "$D"
+snapshot() {  # every finished run in one archive, replaced after each
+  [ "${TAR:-1}" = 1 ] && tar czf "$OUT/peer-partial.tgz" -C "$(dirname "$D")" --exclude=peer/model peer
+}
 if [ -n "${VLLM_READY+set}" ] && [ "$VLLM_READY" != 1 ]; then  # gpu_vllm_env.sh ran, and the pieces are incomplete
   echo "vLLM is not unpacked yet (VLLM_READY=$VLLM_READY): carry the remaining .vllm-h200 pieces first"; exit 3
 fi
@@ -171,6 +182,7 @@ PY
         fi
         echo "$client u$users r$round (seed $seed): exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
         server_cpu_end "$client-u$users-r$round" $((sent * OUTLEN))
+        snapshot
       done
     done
   done
@@ -185,6 +197,7 @@ PY
       fi
       echo "$client open loop $OPEN_RATE/s x $OPEN_REQUESTS: exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
       server_cpu_end "$client-r$OPEN_RATE-r1" $(((OPEN_REQUESTS + 200) * OPEN_OUTLEN))
+      snapshot
     done
     OUTLEN_NOW=
   fi
@@ -209,5 +222,6 @@ echo "total $((SECONDS - t0)) s" | tee -a "$D/summary.txt"
 "$PY" "$HERE/serving_peer_table.py" "$D" | tee "$D/table.txt"
 if [ "${TAR:-1}" = 1 ]; then  # at most 8 files come back from a device call: the folder as one archive
   cp "$D/table.txt" "$OUT/table-$(date +%H%M%S).txt"; cp "$D/summary.txt" "$OUT/summary-$(date +%H%M%S).txt"
-  tar czf "$OUT/peer-$(date +%H%M%S).tgz" -C "$OUT" peer && rm -rf "$D"
+  tar czf "$OUT/peer-$(date +%H%M%S).tgz" -C "$(dirname "$D")" --exclude=peer/model peer \
+    && rm -rf "$(dirname "$D")" "$OUT/peer-partial.tgz"
 fi
