@@ -52,6 +52,28 @@ OWN_LINE = re.compile(r"^(|\[\d+/\d+\] .*|  \S+: .*|> .*|\|.*|results: .*|--smok
                       r"|the failed setups' tracebacks .*|What bounded each result .*|- \S+ \(repeat \d+\): .*)$")
 
 
+def stopped(*args: str, cwd: Path, stop, env: dict[str, str] | None = None, timeout: float = 120,
+            **popen) -> Completed:
+    """`gpubench ARGS` in a session of its own, `stop(process, line)` called on each stdout line as it comes until it
+    answers True (it sends the signal); then the rest is read. The process group is killed if it outlives `timeout`."""
+    proc = subprocess.Popen([str(BIN / "gpubench"), *args], cwd=cwd, env=env or base_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **popen)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if stop(proc, line):
+                break
+        lines += proc.stdout.readlines()
+        err = proc.stderr.read()
+        code = proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return Completed(code, "".join(lines), err)
+
+
 def hiding_modules(tmp_path: Path, *names: str) -> dict[str, str]:
     """The env under which the CLIs can't import `names`, as on a machine where they were never installed: a
     sitecustomize that puts None in their sys.modules slots."""

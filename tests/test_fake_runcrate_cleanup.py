@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from pathlib import Path
 
 import asyncssh
 from fake_runcrate import FakeRuncrate
-from fake_runcrate.pytest_fixtures import FAST, wait_until
+from fake_runcrate.pytest_fixtures import FAST, running, wait_until
 from runcrate import Runcrate
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def _fake_threads() -> list[str]:
@@ -40,13 +31,13 @@ def test_stop_kills_everything_it_started():
         launch_pid = int(wait_until(lambda: (home / "launch.pid").exists() and (home / "launch.pid").read_text()))
         held = threading.Thread(target=lambda: sdk.jobs.logs(job.id, follow=True), daemon=True)
         held.start()  # a follow read held open while the fake stops
-        assert _running(job_pid) and _running(launch_pid) and _fake_threads()
+        assert running(job_pid) and running(launch_pid) and _fake_threads()
 
         fake.stop()
 
     held.join(timeout=5)
     assert not held.is_alive()
-    assert not _running(job_pid) and not _running(launch_pid)
+    assert not running(job_pid) and not running(launch_pid)
     assert _fake_threads() == []
     assert not workspace.exists()
 

@@ -7,15 +7,7 @@ import sys
 from pathlib import Path
 
 from fake_runcrate.process import MACHINE_MARKER, command_environment, kill_machine
-from fake_runcrate.pytest_fixtures import wait_until
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+from fake_runcrate.pytest_fixtures import running, wait_until
 
 
 def test_a_process_whose_environment_reads_empty_is_read_again():
@@ -39,6 +31,6 @@ def test_other_machines_processes_are_left_alone():
     wait_until(lambda: Path(f"/proc/{other.pid}/environ").read_bytes())
     kill_machine("m-mine")
     assert mine.wait(timeout=10) == -9
-    assert _running(other.pid)
+    assert running(other.pid)
     other.kill()
     other.wait()

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import asyncssh
 import pytest
 from fake_runcrate import FakeRuncrate
-from fake_runcrate.pytest_fixtures import FAST, client, fake, wait_until  # noqa: F401 - pytest fixtures
+from fake_runcrate.pytest_fixtures import FAST, client, fake, running, wait_until  # noqa: F401 - pytest fixtures
 from runcrate import Runcrate
 
 
@@ -71,20 +70,11 @@ def test_terminate_kills_its_processes_and_closes_ssh(client, instance, key):
             return int(result.stdout)
 
     pid = asyncio.run(start_background())
-    assert _alive(pid)  # still running after the session ended
+    assert running(pid)  # still running after the session ended
     client.instances.terminate(instance.id)
-    wait_until(lambda: not _alive(pid))
+    wait_until(lambda: not running(pid))
     with pytest.raises(OSError):
         asyncio.run(_log_in(instance, key))
-
-
-def _alive(pid: int) -> bool:
-    """Running (a killed orphan may linger as a zombie until init reaps it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def test_with_ssh_early_sshd_answers_while_still_deploying(key):

@@ -6,36 +6,24 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 
-from clirun import BIN, as_foreground_job, base_env
+from clirun import as_foreground_job, base_env, stopped
 
 from gpubench import exit_codes
 
 
 def test_ctrl_c_after_the_first_result_keeps_and_uploads_it(tmp_path, s3, s3_bucket):
-    proc = subprocess.Popen(
-        [str(BIN / "gpubench"), "run", "first-matmul", "--smoke", "--repeats", "20",
-         "--store", f"s3://{s3_bucket}/runs"],
-        cwd=tmp_path, env=base_env(s3.env()), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=as_foreground_job,
-    )
-    lines = []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if json.loads(line)["kind"] == "result":
-                os.killpg(proc.pid, signal.SIGINT)
-                break
-        lines += proc.stdout.readlines()
-        err = proc.stderr.read()
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    def after_the_first_result(proc, line) -> bool:
+        if json.loads(line)["kind"] != "result":
+            return False
+        os.killpg(proc.pid, signal.SIGINT)
+        return True
+
+    run = stopped("run", "first-matmul", "--smoke", "--repeats", "20", "--store", f"s3://{s3_bucket}/runs",
+                  cwd=tmp_path, env=base_env(s3.env()), stop=after_the_first_result, preexec_fn=as_foreground_job)
+    code, err, lines = run.code, run.stderr, run.stdout.splitlines(keepends=True)
     assert code == exit_codes.INTERRUPTED, err[-3000:]
-    records = [json.loads(line) for line in lines]
+    records = run.records()
     results = [r for r in records if r["kind"] == "result"]
     finished = records[-1]
     assert records[0]["kind"] == "run_started" and finished["kind"] == "run_finished"

@@ -6,75 +6,50 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
-from clirun import BIN, base_env
+from clirun import stopped
 
 from gpubench import exit_codes
 
 
 @pytest.mark.parametrize("to", ["main process", "process group"])
 def test_sigterm_after_the_first_result_keeps_it_and_records_interrupted(tmp_path, to):
-    proc = subprocess.Popen(
-        [str(BIN / "gpubench"), "run", "first-matmul", "--smoke", "--repeats", "20"],
-        cwd=tmp_path, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    lines = []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if json.loads(line)["kind"] == "result":
-                if to == "main process":
-                    proc.send_signal(signal.SIGTERM)
-                else:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                break
-        lines += proc.stdout.readlines()
-        err = proc.stderr.read()
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert code == exit_codes.INTERRUPTED, err[-3000:]
-    records = [json.loads(line) for line in lines]
+    def after_the_first_result(proc, line) -> bool:
+        if json.loads(line)["kind"] != "result":
+            return False
+        if to == "main process":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
+        return True
+
+    run = stopped("run", "first-matmul", "--smoke", "--repeats", "20", cwd=tmp_path, stop=after_the_first_result)
+    assert run.code == exit_codes.INTERRUPTED, run.stderr[-3000:]
+    records = run.records()
     results = [r for r in records if r["kind"] == "result"]
     assert records[-1]["kind"] == "run_finished" and records[-1]["status"] == "interrupted"
     assert results and len(results) < 20
     assert all(r["status"] == "ok" for r in results), [r.get("error") for r in results]  # no row blames the stop
     folder = tmp_path / "gpubench-results" / records[0]["run_id"]
-    assert (folder / "results.jsonl").read_text() == "".join(lines)
+    assert (folder / "results.jsonl").read_text() == run.stdout
     assert (folder / "summary.md").exists()
 
 
 def test_a_worker_ended_by_sigterm_is_an_interrupted_run_not_a_failed_setup(tmp_path):
-    proc = subprocess.Popen(
-        [str(BIN / "gpubench"), "run", "first-matmul", "--smoke", "--repeats", "50"],
-        cwd=tmp_path, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    lines, stopped = [], False
-    try:
-        for line in proc.stdout:  # between results the next repeat's worker starts: stop it alone
-            lines.append(line)
-            while not stopped and proc.poll() is None and (worker := _worker_of(proc.pid)):
-                try:
-                    os.kill(worker, signal.SIGTERM)
-                    stopped = True
-                except ProcessLookupError:
-                    pass
-        err = proc.stderr.read()
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert stopped
-    assert code == exit_codes.INTERRUPTED, err[-3000:]
-    records = [json.loads(line) for line in lines]
+    def its_worker(proc, line) -> bool:  # between results the next repeat's worker starts: stop it alone
+        while proc.poll() is None and (worker := _worker_of(proc.pid)):
+            try:
+                os.kill(worker, signal.SIGTERM)
+                return True
+            except ProcessLookupError:
+                pass
+        return False
+
+    run = stopped("run", "first-matmul", "--smoke", "--repeats", "50", cwd=tmp_path, stop=its_worker)
+    assert run.code == exit_codes.INTERRUPTED, run.stderr[-3000:]
+    records = run.records()
     assert records[-1]["kind"] == "run_finished" and records[-1]["status"] == "interrupted"
     assert all(r["status"] == "ok" for r in records if r["kind"] == "result")
 

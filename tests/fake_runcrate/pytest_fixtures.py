@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -49,3 +50,12 @@ def wait_until(probe: Callable[[], T], timeout_s: float = 10.0, interval_s: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"still {value!r} after {timeout_s} s")
         time.sleep(interval_s)
+
+
+def running(pid: int) -> bool:
+    """The process is running (a killed orphan may linger as a zombie until init reaps it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
