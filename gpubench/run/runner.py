@@ -11,7 +11,6 @@ result row; the other setups still run.
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ from gpubench.measure import energy, flops
 from gpubench.results import summary, verdict
 from gpubench.run import environment, live, utilisation
 from gpubench.run.stop_signal import stopped_from_outside
-from gpubench.run.worker import HARNESS_METRICS
+from gpubench.run.worker import HARNESS_METRICS, hand_over
 from gpubench.schema import (
     NOT_FINITE,
     SCHEMA_VERSION,
@@ -215,8 +214,7 @@ class Runner:
         relay.start()
         results: dict[str, SetupResult] = {}
         try:
-            proc.stdin.write(json.dumps(job))
-            proc.stdin.close()
+            hand_over(proc, job)
             for line in proc.stdout:
                 record = parse_record(line)
                 if isinstance(record, Progress):

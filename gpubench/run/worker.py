@@ -248,8 +248,7 @@ def run_ranks(job: dict, records, world_size: int) -> None:
         proc = subprocess.Popen([sys.executable, "-P", "-m", "gpubench.run.worker", "--rank", str(rank)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE if rank == 0 else sys.stderr,
                                 env=env, text=True)
-        proc.stdin.write(json.dumps(job))
-        proc.stdin.close()
+        hand_over(proc, job)
         ranks.append(proc)
     result: list[SetupResult] = []
 
@@ -275,6 +274,15 @@ def run_ranks(job: dict, records, world_size: int) -> None:
         records.write(to_line(SetupResult(
             run_id=job["run_id"], setup=setup, repeat=job["repeat"], status=status, error=why,
             duration_s=round(time.perf_counter() - started, 3))) + "\n")
+
+
+def hand_over(proc: subprocess.Popen, job: dict) -> None:
+    """The job on a worker's stdin. A worker already gone (stopped, or killed as it started) closed the pipe: its
+    exit code, read after, says what happened, rather than a BrokenPipeError ending the caller."""
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.write(json.dumps(job))
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()
 
 
 def _wait_all(ranks: list[subprocess.Popen]) -> tuple[int, int] | None:
