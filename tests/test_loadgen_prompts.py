@@ -39,6 +39,10 @@ def test_chat_prompts_from_a_tokenizer_encode_to_the_exact_length():
     assert len(tokenizer.encode(shared, add_special_tokens=False)) >= 95
 
 
+def test_no_prompts_asked_of_a_tokenizer_is_none_built():  # a load with no warm-up
+    assert prompts.build(spec(endpoint="chat", tokenizer=TOKENIZER, input_tokens=50), 0) == []
+
+
 def test_fixed_prompts_are_cycled():
     built = prompts.build(spec(prompts=("a", "b", "c")), 5)
     assert [p.body for p in built] == ["a", "b", "c", "a", "b"]

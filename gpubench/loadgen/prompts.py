@@ -89,6 +89,8 @@ def _exact_texts(tokenizer, prefix: list[int], target: int, ids: list[int], rng:
     built: list[Prompt | None] = [None] * count
     pending = list(range(count))
     for _ in range(10):
+        if not pending:  # all exact (or none asked: no warm-up)
+            break
         texts = tokenizer.batch_decode([sequences[i] for i in pending])
         encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
         still = []
@@ -102,6 +104,5 @@ def _exact_texts(tokenizer, prefix: list[int], target: int, ids: list[int], rng:
                 sequence += [rng.choice(ids) for _ in range(target - len(sequence))]
             sequences[i], built[i] = sequence, Prompt(text, None)  # the last try, should none come out exact
             still.append(i)
-        if not (pending := still):
-            break
+        pending = still
     return built  # type: ignore[return-value] - every index was filled
