@@ -94,3 +94,22 @@ def test_the_request_asks_for_the_counting_way_it_is_given():
     assert usage["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
     assert json.loads(payload(spec, prompt, WAYS["timings"]))["timings_per_token"] is True
     assert LoadSpec(base_url="http://h:1", model="m", token_ids=True).count_tokens == "token_ids"
+
+
+def test_a_token_llama_cpp_names_only_in_its_closing_usage_chunk_is_counted():
+    # llama-server after an end-of-generation token (or a stop string): no text chunk for it, a finish chunk with no
+    # timings, then the usage chunk with no choices, whose timings count it (seen on the H100, 2026-12-07: "server
+    # counted 159 completion tokens, its chunks said 158")
+    def token(text: str, so_far: int) -> dict:
+        return {"choices": [{"delta": {"content": text}, "finish_reason": None}], "timings": {"predicted_n": so_far}}
+
+    closing = {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 4}, "timings": {"predicted_n": 4}}
+    record = parse(response(token(" a", 1), token(" b", 2), token(" c", 3),
+                            {"choices": [{"delta": {}, "finish_reason": "stop"}]}, closing), "timings")
+    assert record.ok and record.usage_mismatch is None and record.counted_by == "timings"
+    assert (record.tokens_received, record.completion_tokens, record.text) == (4, 4, " a b c")
+    assert record.itl_s == pytest.approx([0.01, 0.01, 0.02])  # the withheld token's step ends at the closing chunk
+    # a closing chunk that counts nothing new adds no token
+    same = dict(closing, usage={"prompt_tokens": 4, "completion_tokens": 3}, timings={"predicted_n": 3})
+    record = parse(response(token(" a", 1), token(" b", 2), token(" c", 3), same), "timings")
+    assert (record.tokens_received, record.chunks, record.usage_mismatch) == (3, 3, None)

@@ -196,6 +196,13 @@ def parse(raw: RawResponse, way: str = "chunks") -> RequestRecord:
         grown = max(0, so_far - running) if so_far is not None else None
         if so_far is not None:
             running = so_far
+        if not event.get("choices") and grown:
+            # a closing chunk whose running count grew: tokens the server generated and sent no text for (llama.cpp
+            # counts the end-of-generation token, or one completing a stop string, and names it only in the closing
+            # usage chunk's timings)
+            chunk_times.append(at)
+            chunk_tokens.append(grown)
+            ways.add(so_far_way)
         for choice in event.get("choices") or []:
             piece, is_token = _token(choice)
             finished = finished or bool(choice.get("finish_reason"))

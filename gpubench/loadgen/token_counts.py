@@ -7,7 +7,8 @@ field (`WAYS`):
 - token_ids: vLLM's `return_token_ids`: each choice names its tokens;
 - usage: `stream_options.continuous_usage_stats` (vLLM, SGLang): the running usage on every chunk;
 - timings: llama.cpp's `timings_per_token`: `timings.predicted_n`, the tokens generated so far, on every chunk
-  (llama-server sends a chunk per token, but holds a token back while its bytes end mid-character).
+  (llama-server sends a chunk per token, but holds a token back while its bytes end mid-character, and sends no
+  text chunk for an end-of-generation token or one completing a stop string: its closing usage chunk counts it).
 `detect` takes who the server said it is (server_id.py), then sends one short streamed request with each field that
 server may honour, in order, and keeps the first whose chunks all say their count. A server that says nothing of
 itself is sent no field it may refuse: `chunks`, one token a chunk, which the result says once (LoadRun.info's
