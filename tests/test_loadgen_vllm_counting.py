@@ -15,13 +15,15 @@ pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=ABSENT)
 
 def test_plain_run_load_counts_vllms_tokens_and_reads_its_gauges(tiny_vllm):
     server = tiny_vllm.running()
-    # a timed phase of several gauge intervals (about 6 s on 2 quiet cores: 11 reads; the sampler has read the gauges
-    # once before the load starts, so busy cores only lengthen it)
+    # a timed phase of many gauge intervals (the sampler has read the gauges once before the load starts, so busy
+    # cores only lengthen it), with long answers: on busy cores vLLM's API process is the bottleneck, a request spends
+    # most of its time there, where the engine's gauges do not count it, and 64-token answers left every read at 0
+    # running (6 reads, TTFT p50 626 ms against 66 ms of decode); 384 tokens keep the engine busy for longer
     run = run_load(LoadSpec(base_url=server.base_url, model=MODEL, users=4, requests=12, warmup=2, input_tokens=32,
-                            output_tokens=64, ignore_eos=True))
+                            output_tokens=384, ignore_eos=True))
     counting, gauges = run.info()["token_counting"], run.info()["server_gauges"]
     assert counting["way"] == "token_ids" and counting["server"].startswith("vllm ")
-    assert counting["tokens_counted"] == counting["server_counted"] == 12 * 64
+    assert counting["tokens_counted"] == counting["server_counted"] == 12 * 384
     assert run.metrics()["usage_mismatches"] == 0
     assert gauges["asked"] == 4 and gauges.get("samples", 0) >= 2, gauges  # (a note says why there are none)
     assert 0 < gauges["running"]["max"] <= 4, gauges
