@@ -37,6 +37,7 @@ def test_llamacpp_rows_ok_with_every_token_streamed_and_counted(smoke):
         else:
             assert m["usd_per_1M_output_tokens"] > 0 and m["client_cpu_pct"] > 0, setup
             assert row["info"]["load"]["token_counting"]["way"] == "timings", setup  # llama.cpp's timings_per_token
+            assert m["llama_server_thread_pct"] > 0, setup  # the server's slot thread, sampled under its role
         assert row["info"]["engine"].startswith("llama.cpp's llama-server 0.5.0 (0c1e570")
         assert row["info"]["engine"].endswith("Ollama's runner without Ollama")
         if setup.endswith("-u16"):

@@ -173,6 +173,17 @@ def test_a_gpu_near_full_with_a_host_thread_near_its_limit_is_named_with_what_wo
     assert bare.label == "gpu-and-host-bound" and verdict.DEFAULT_RELIEF in bare.basis
 
 
+def test_llama_servers_slot_thread_is_named_with_what_would_take_work_off_it():
+    # ollama-vs-vllm llamacpp-q4km-u1 on the H100 (benchmarks/results/h100-2026-12-07), with the role's figure
+    figures = {"util_samples": 200.0, "gpu_busy_pct": 84.0, "busiest_thread_pct": 98.0, "sm_clock_pct": 100.0,
+               "llama_server_thread_pct": 98.0, "client_thread_pct": 2.0}
+    v = verdict.judge(figures)
+    assert v.label == "gpu-and-host-bound" and "thread (llama.cpp's server) at 98%" in v.basis
+    assert "--backend-sampling" in v.basis and "torch.compile" not in v.basis
+    v = verdict.judge({**figures, "gpu_busy_pct": 42.0, "busiest_thread_pct": 100.0, "llama_server_thread_pct": 100.0})
+    assert v.label == "host-bound" and "(llama.cpp's server)" in v.basis
+
+
 def test_gpu_and_host_bound_at_its_edges():
     low, high, near = T["host_bound_busy"], T["gpu_bound_busy"], T["near_saturated_thread"]
     assert label({**VLLM_FP8_C64, "gpu_busy_pct": low}) == "gpu-and-host-bound"
