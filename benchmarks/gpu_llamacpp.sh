@@ -9,8 +9,9 @@
 #          source in the background, in a process session of its own (setsid: it outlives the call), CUDA_BUILD_JOBS
 #          (13) jobs, into /tmp/llama.cpp; meanwhile builds a CPU-only llama-quantize (QUANTIZER_BUILD_JOBS, 3), writes
 #          the random checkpoint at Qwen2.5-7B's shape and converts it to a bf16 GGUF with the source's own converter
-#          (no llama.cpp program needed), then quantizes Q4_K_M and Q8_0 with the cores the build leaves (all of them
-#          once it is done). Ends when both GGUFs are made (~/.cache/gpubench/gguf, where gpubench run finds them).
+#          (no llama.cpp program needed), then quantizes Q8_0 with the cores the build leaves (all of them once it is
+#          done), and Q4_K_M, a K-quant of ~6x the CPU, after the build on every core. Ends when both GGUFs are made
+#          (~/.cache/gpubench/gguf, where gpubench run finds them).
 # measure  waits for the CUDA build (runs it again, resuming where it stopped, if it is neither running nor done),
 #          checks that llama.cpp sees CUDA0 and the GGUFs are there, runs the eight llama.cpp setups in one
 #          `gpubench run` (the Q4_K_M server, then the Q8_0 server; GSM8K_QUESTIONS, 200 by default: the study's 250
@@ -139,14 +140,27 @@ PY
   [ "$bf16" = 0 ] || { tail -n 20 "$RESULTS/gguf-bf16.txt"; return 4; }
   [ "$quantizer" = 0 ] || { tail -n 20 "$RESULTS/quantizer-build.log"; return 5; }
 
-  local threads=$(( $(nproc) - CUDA_JOBS ))  # the cores the CUDA build leaves, all of them once it is done
-  [ "$(cuda_build_rc)" = 0 ] && threads=$(nproc)
-  [ "$threads" -ge 2 ] || threads=2
-  python3 benchmarks/llamacpp_ggufs.py quantize --shape "$SHAPE" --llamacpp-dir "$QUANTIZER" --threads "$threads" \
-    "${QUANT_ARGS[@]}" --drop-bf16-below-gib 16 >"$RESULTS/gguf-quantize.txt" 2>&1
-  local quantize=$?
-  summary "$QUANTS on $threads threads: exit $quantize ($(grep -m1 '^made:' "$RESULTS/gguf-quantize.txt"))"
-  [ "$quantize" = 0 ] || { tail -n 20 "$RESULTS/gguf-quantize.txt"; return 6; }
+  # Q8_0 first, on the cores the CUDA build leaves; a K-quant costs ~6x its CPU, so it waits for the build and takes
+  # every core (the H100 host, 2026-12-07: Q4_K_M took 280 s on 3 threads, and the build ended 150 s into it)
+  local ordered=() quant threads quantize=0 drop
+  for quant in $QUANTS; do [[ $quant == *_K* ]] || ordered+=("$quant"); done
+  for quant in $QUANTS; do [[ $quant == *_K* ]] && ordered+=("$quant"); done
+  : >"$RESULTS/gguf-quantize.txt"
+  for quant in "${ordered[@]}"; do
+    if [[ $quant == *_K* ]] && cuda_build_running && [ -z "$(cuda_build_rc)" ]; then
+      summary "$quant: waiting for the CUDA build, to quantize on every core"
+      while cuda_build_running && [ -z "$(cuda_build_rc)" ]; do sleep 5; done
+    fi
+    threads=$(( $(nproc) - CUDA_JOBS ))  # the cores the CUDA build leaves, all of them once it is done
+    [ "$(cuda_build_rc)" = 0 ] && threads=$(nproc)
+    [ "$threads" -ge 2 ] || threads=2
+    drop=0; [ "$quant" = "${ordered[-1]}" ] && drop=16  # the bf16 GGUF is every quantization's input
+    python3 benchmarks/llamacpp_ggufs.py quantize --shape "$SHAPE" --llamacpp-dir "$QUANTIZER" --threads "$threads" \
+      --quant "$quant" --drop-bf16-below-gib "$drop" >>"$RESULTS/gguf-quantize.txt" 2>&1
+    quantize=$?
+    summary "$quant on $threads threads: exit $quantize ($(grep '^made:' "$RESULTS/gguf-quantize.txt" | tail -n 1))"
+    [ "$quantize" = 0 ] || { tail -n 20 "$RESULTS/gguf-quantize.txt"; return 6; }
+  done
   summary "CUDA build: $(cuda_build_running && echo "running: $(grep -o '^\[[0-9]*/[0-9]*\]' \
     "$WORK/cuda-build/build.log" 2>/dev/null | tail -n 1)" || echo "exit $(cuda_build_rc)")"
 }
