@@ -67,13 +67,12 @@ def test_stop_ends_the_whole_group_escalating_past_ignored_signals(tmp_path, ign
     assert len(group_members(pgid)) == 2  # the server and its child, in their own group
     assert os.getpgid(0) != pgid
     started = time.perf_counter()
-    server.stop(grace_s=3, term_s=3)
+    # an ignored signal is waited out (3 s); one obeyed is given 30 s, which it needs only on busy cores (a group
+    # given 3 s for SIGINT once took 3.1 s there): the return code says which signal ended it
+    server.stop(grace_s=3 if "SIGINT" in ignore else 30, term_s=3 if "SIGTERM" in ignore else 30)
     took = time.perf_counter() - started
     assert group_members(pgid) == []
-    # SIGINT suffices unless ignored; each ignored signal costs its whole wait (3 s each here), so each bound lies
-    # between a signal obeyed at once and one waited out, with room for a busy machine
-    low, high = {"": (0, 2.5), "SIGINT": (3, 5.5), "SIGINT,SIGTERM": (6, 8.5)}[ignore]
-    assert low <= took < high
+    assert took >= 3 * len([s for s in ignore.split(",") if s])  # each ignored signal costs its whole wait
     expected = {"": {-signal.SIGINT, 1}, "SIGINT": {-signal.SIGTERM}, "SIGINT,SIGTERM": {-signal.SIGKILL}}[ignore]
     assert server.proc.returncode in expected  # the signal that ended it (KeyboardInterrupt: -SIGINT)
 

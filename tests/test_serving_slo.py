@@ -49,7 +49,9 @@ def test_highest_load_under_the_target_is_the_one_worked_out_by_hand():
         measured = {users: level(url, users, target) for users in (1, 2, 4, 8)}
     p99 = {users: m["ttft_ms_p99"] for users, (m, _) in measured.items()}
     assert p99[1] == pytest.approx(200, abs=80) and p99[2] == pytest.approx(200, abs=80), p99
-    assert p99[4] == pytest.approx(560, abs=120) and p99[8] == pytest.approx(1280, abs=200), p99
+    # a busy machine only adds delay (two busy cores once read 1,516 ms at 8 users): below the target at 4 users
+    # and never faster than the server's timing is what decides the answer
+    assert 560 - 120 <= p99[4] < 800 and p99[8] >= 1280 - 200, p99
     assert [measured[u][0]["slo_met"] for u in (1, 2, 4, 8)] == [1, 1, 1, 0]
     # every request of the passing levels met the per-request target too; at 8 users the first two did, and the
     # two after them (TTFT 560 ms): 4 of 24
