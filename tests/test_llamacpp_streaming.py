@@ -33,6 +33,11 @@ def stream(server, max_tokens: int, seed: int, **fields) -> list[dict]:
     return [json.loads(line) for line in lines if line != "[DONE]"]
 
 
+def carrying(chunks: list[dict]) -> list[dict]:
+    """The choices of the chunks that carry text."""
+    return [c["choices"][0] for c in chunks if c["choices"] and (c["choices"][0].get("delta") or {}).get("content")]
+
+
 def session_and_context(tiny_llamacpp) -> tuple[common.Session, SetupContext]:
     server = tiny_llamacpp.running()
     session = common.Session("llamacpp", server, MODEL, tokenizer=str(tiny_llamacpp.gguf.model_folder),
@@ -44,11 +49,11 @@ def session_and_context(tiny_llamacpp) -> tuple[common.Session, SetupContext]:
 @pytest.mark.parametrize("max_tokens", [64, 150])
 def test_every_counted_token_arrives_in_a_chunk_of_its_own(tiny_llamacpp, max_tokens):
     chunks = stream(tiny_llamacpp.running(), max_tokens, seed=max_tokens)
-    carrying = [c["choices"][0] for c in chunks if c["choices"] and (c["choices"][0].get("delta") or {}).get("content")]
-    per_chunk = [len((c.get("logprobs") or {}).get("content") or []) for c in carrying]
-    assert per_chunk == [1] * len(carrying), per_chunk  # one token each
-    assert all(c["delta"]["content"] == c["logprobs"]["content"][0]["token"] for c in carrying)
-    assert len(carrying) == chunks[-1]["usage"]["completion_tokens"] == max_tokens
+    texts = carrying(chunks)
+    per_chunk = [len((c.get("logprobs") or {}).get("content") or []) for c in texts]
+    assert per_chunk == [1] * len(texts), per_chunk  # one token each
+    assert all(c["delta"]["content"] == c["logprobs"]["content"][0]["token"] for c in texts)
+    assert len(texts) == chunks[-1]["usage"]["completion_tokens"] == max_tokens
 
 
 def test_a_load_counts_what_the_server_counts(tiny_llamacpp, tmp_path):
@@ -65,17 +70,16 @@ def test_a_load_counts_what_the_server_counts(tiny_llamacpp, tmp_path):
     assert counting["way"] == "timings" and counting["server"] == "llamacpp", counting
 
 
-def test_a_token_the_server_withholds_at_a_stop_string_is_counted_as_the_server_counts_it(tiny_llamacpp, tmp_path):
+def test_a_token_the_server_withholds_at_a_stop_string_is_counted_as_the_server_counts_it(tiny_llamacpp):
     # llama-server counts the token that completes a stop string (as it counts an end-of-generation token) but sends
     # no text for it: only the closing usage chunk's timings name it
     server = tiny_llamacpp.running()
     free = stream(server, 40, seed=7, temperature=0.0)
-    pieces = [c["choices"][0]["delta"]["content"] for c in free if c["choices"] and
-              (c["choices"][0].get("delta") or {}).get("content")]
-    stop = pieces[20]  # a token the greedy answer reaches (it may reach it earlier: the server stops at the first)
+    # a token the greedy answer reaches (it may reach it earlier: the server stops at the first)
+    stop = carrying(free)[20]["delta"]["content"]
     stopped = stream(server, 40, seed=7, temperature=0.0, stop=[stop])
     assert stopped[-2]["choices"][0]["finish_reason"] == "stop" and "timings" not in stopped[-2]
-    sent = sum(1 for c in stopped if c["choices"] and (c["choices"][0].get("delta") or {}).get("content"))
+    sent = len(carrying(stopped))
     assert stopped[-1]["usage"]["completion_tokens"] == sent + 1 < 40  # one counted token with no text
 
     session, ctx = session_and_context(tiny_llamacpp)
