@@ -95,6 +95,7 @@ write_cuda_build() {
 }
 cuda_build_running() { [ -f "$WORK/cuda-build.pid" ] && kill -0 "$(cat "$WORK/cuda-build.pid")" 2>/dev/null; }
 cuda_build_rc() { cat "$WORK/cuda-build.rc" 2>/dev/null; }
+cuda_build_unfinished() { cuda_build_running && [ -z "$(cuda_build_rc)" ]; }
 
 prepare() {
   if command -v nvidia-smi >/dev/null; then
@@ -147,9 +148,9 @@ PY
   for quant in $QUANTS; do [[ $quant == *_K* ]] && ordered+=("$quant"); done
   : >"$RESULTS/gguf-quantize.txt"
   for quant in "${ordered[@]}"; do
-    if [[ $quant == *_K* ]] && cuda_build_running && [ -z "$(cuda_build_rc)" ]; then
+    if [[ $quant == *_K* ]] && cuda_build_unfinished; then
       summary "$quant: waiting for the CUDA build, to quantize on every core"
-      while cuda_build_running && [ -z "$(cuda_build_rc)" ]; do sleep 5; done
+      while cuda_build_unfinished; do sleep 5; done
     fi
     threads=$(( $(nproc) - CUDA_JOBS ))  # the cores the CUDA build leaves, all of them once it is done
     [ "$(cuda_build_rc)" = 0 ] && threads=$(nproc)
