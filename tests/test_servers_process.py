@@ -77,6 +77,19 @@ def test_stop_ends_the_whole_group_escalating_past_ignored_signals(tmp_path, ign
     assert server.proc.returncode in expected  # the signal that ended it (KeyboardInterrupt: -SIGINT)
 
 
+def test_a_server_started_with_sigint_ignored_still_takes_it_as_its_clean_stop(tmp_path):
+    # `gpubench run ... &` in a script starts gpubench with SIGINT ignored, which children inherit; a Python server
+    # given that installs no KeyboardInterrupt, and stop() would wait its whole grace before SIGTERM
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        server = Toy(tmp_path)
+        server.start()
+    finally:
+        signal.signal(signal.SIGINT, before)
+    server.stop(grace_s=30, term_s=30)
+    assert server.proc.returncode in {-signal.SIGINT, 1}  # SIGINT ended it (KeyboardInterrupt: 1), not SIGTERM
+
+
 def test_a_server_that_dies_while_starting_fails_fast_with_its_log(tmp_path):
     code = "import sys\nprint('binding', flush=True)\nprint('OSError: [Errno 98] in use', flush=True)\nsys.exit(7)\n"
     server = Toy(tmp_path, code=code)

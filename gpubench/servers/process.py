@@ -2,8 +2,10 @@
 
 The server gets its own session (so a signal reaches it and every process it starts) and is told by
 the kernel to terminate if the process that started it dies (PR_SET_PDEATHSIG), so a killed worker
-leaves no server holding the GPU. Its output goes to a log file (whose tail explains a failure) and,
-prefixed with the server's name, to our stderr, which the runner keeps in run.log.
+leaves no server holding the GPU. It takes SIGINT as its clean stop even where gpubench was started with SIGINT
+ignored (`gpubench run ... &` in a script), which a child would otherwise inherit. Its output goes to a log file
+(whose tail explains a failure) and, prefixed with the server's name, to our stderr, which the runner keeps in
+run.log.
 """
 
 from __future__ import annotations
@@ -57,7 +59,11 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _die_with_parent() -> None:
+def _as_server_child() -> None:
+    """Runs in the child before exec: SIGINT back to its default, so a Python server installs KeyboardInterrupt
+    (Python installs none where SIGINT arrives ignored, and stop()'s first step would be waited out); then
+    PR_SET_PDEATHSIG."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -104,7 +110,7 @@ class ManagedServer:
         try:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, env=self.env(), start_new_session=True,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=_as_server_child)
         except OSError as exc:
             raise ServerFailed(f"{self.name} could not be started ({self.argv()[0]}): {exc}") from exc
         self._relay = threading.Thread(target=self._copy_output, name=f"{self.name}-log", daemon=True)
