@@ -35,10 +35,14 @@ def test_ssh_drop_mid_stream(fake, launcher_env, capsys, tmp_path):
         out = lambda: next(iter(instance.home.glob("gpubench/*/stdout.log")), None)  # noqa: E731
         wait_for(lambda: out() is not None and out().stat().st_size > 4000, what="output on the instance")
         dropped["connections"] = drop_ssh_connections(fake, instance.ssh_port)
+        resume.touch()
 
+    # the command pauses after its first setup until the drop is done, so the readers are mid-stream when it comes
+    # (a 0.4 s pause was once not enough: the command ended first and nothing had to reconnect)
+    resume = tmp_path / "dropped"
     threading.Thread(target=drop_when_streaming, daemon=True).start()
     result = launch(capsys, "train-compile", "--via", "instance", "--gpu", "L40S",
-                    "--job-command", emitter_command(lines=300, sleep_s=0.4))
+                    "--job-command", emitter_command(lines=300, pause_until=str(resume)))
     assert result.code == 0, result.stderr
     assert dropped["connections"] >= 1
     [folder] = run_folders(tmp_path)
