@@ -40,9 +40,10 @@ class Gauges:
     samples: list[tuple[float, float, float]] = field(default_factory=list)
     note: str | None = None
     names: tuple[str, str] = ("", "")
+    interval_s: float = INTERVAL_S
 
     def within(self, start: float, end: float) -> Gauges:
-        return Gauges([s for s in self.samples if start <= s[0] <= end], self.note, self.names)
+        return Gauges([s for s in self.samples if start <= s[0] <= end], self.note, self.names, self.interval_s)
 
     def info(self, asked: int) -> dict:
         if self.note or not self.samples:
@@ -53,7 +54,7 @@ class Gauges:
                     "min": min(values), "max": max(values)}
 
         start = self.samples[0][0]
-        return {"asked": asked, "source": f"/metrics {self.names[0]}, {self.names[1]}", "interval_s": INTERVAL_S,
+        return {"asked": asked, "source": f"/metrics {self.names[0]}, {self.names[1]}", "interval_s": self.interval_s,
                 "samples": len(self.samples), "running": summary([s[1] for s in self.samples]),
                 "waiting": summary([s[2] for s in self.samples]),
                 "series": [[round(t - start, 2), r, w] for t, r, w in self.samples[:SERIES_MAX]]}
@@ -68,7 +69,8 @@ class Gauges:
 class GaugeSampler:
     """A process reading the server's gauges: `begin()` when the timed phase starts, `stop()` for what it read."""
 
-    def __init__(self, root_url: str, names: tuple[str, str], interval_s: float = INTERVAL_S):
+    def __init__(self, root_url: str, names: tuple[str, str], interval_s: float | None = None):
+        interval_s = INTERVAL_S if interval_s is None else interval_s
         ctx = multiprocessing.get_context("spawn")
         self._pipe, child = ctx.Pipe()
         self._proc = ctx.Process(target=_sample, args=(f"{root_url.rstrip('/')}/metrics", names, interval_s, child),
@@ -118,7 +120,7 @@ def _sample(url: str, names: tuple[str, str], interval_s: float, pipe) -> None:
     name_process()
     first = read(url, names)
     gauges = Gauges(note=f"the server's running and waiting requests are not known: {first}"
-                    if isinstance(first, str) else None, names=names)
+                    if isinstance(first, str) else None, names=names, interval_s=interval_s)
     try:
         pipe.send("ready")
         if pipe.recv() == "begin":
