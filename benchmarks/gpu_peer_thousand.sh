@@ -28,6 +28,12 @@
 # /tmp's vLLM. A call that finds no kept server starts one and says so (~120 s more). gpubench's 10,000-request runs
 # at 512 and 1,024 users, with the client's memory at 1,024 streams, are in benchmarks/results/h200-2026-12-04c.
 # Pool two calls' folders: python3 benchmarks/serving_peer_table.py peer-c3 peer-c6 (after untarring).
+#
+# LEVELS, where set (even empty), replaces calls 2, 3, 4 and 6's levels. A shorter plan for a session whose budget
+# a refused start or two has cut (~1,340 device-s with the machine's start), for what 12-05 left open: the 512-user
+# gap in both orders and 1,024 users (128 and 256 agreed within 2% on 12-05):
+#   CALL=1; CALL=2 LEVELS= (the server started and kept, ~130 s); CALL=3 LEVELS=512:3072 (6 waves, ~340 s);
+#   CALL=6 LEVELS=512:3072 (~340 s); CALL=4 (~430 s)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
@@ -44,12 +50,12 @@ case "${CALL:?set CALL=1..6}" in
        done
      } 2>&1 | tee "$OUT/pacer-200.txt"
      exit 0 ;;
-  2) LEVELS="128:1280 256:1280"; CLIENTS="vllm gpubench"; LIMIT_S=470 ;;
-  3) LEVELS="512:5120"; CLIENTS="vllm gpubench"; LIMIT_S=200 ;;
-  4) LEVELS="1024:5120"; CLIENTS="gpubench vllm"; LIMIT_S=200 ;;
+  2) LEVELS=${LEVELS-"128:1280 256:1280"}; CLIENTS="vllm gpubench"; LIMIT_S=470 ;;
+  3) LEVELS=${LEVELS-"512:5120"}; CLIENTS="vllm gpubench"; LIMIT_S=200 ;;
+  4) LEVELS=${LEVELS-"1024:5120"}; CLIENTS="gpubench vllm"; LIMIT_S=200 ;;
   5) LEVELS=""; CLIENTS="vllm gpubench"; LIMIT_S=200; export SERVER_STOP=1
      export OPEN_RATE=200 OPEN_REQUESTS=12000 OPEN_OUTLEN=16 ;;
-  6) LEVELS="512:5120"; CLIENTS="gpubench vllm"; LIMIT_S=200; export FIRST_ROUND=2 ;;
+  6) LEVELS=${LEVELS-"512:5120"}; CLIENTS="gpubench vllm"; LIMIT_S=200; export FIRST_ROUND=2 ;;
   *) echo "CALL must be 1 to 6"; exit 2 ;;
 esac
 export LEVELS CLIENTS LIMIT_S ROUNDS=1 FIRST_ROUND=${FIRST_ROUND:-1} VLLM_CLIENT_REQUESTS=${VLLM_CLIENT_REQUESTS:-}
