@@ -104,6 +104,10 @@ def say(text, stream=sys.stdout):  # one write per line, newline included, as gp
     stream.flush()
 def emit(record):
     say(to_line(record))
+def wait_for_file(path, seconds):  # until the test writes `path` (None: the whole time) or the time is up
+    deadline = time.time() + seconds
+    while time.time() < deadline and not (path and os.path.exists(path)):
+        time.sleep(0.05)
 env = Environment(python="3", platform="test", launcher=os.environ.get("GPUBENCH_LAUNCHER"),
                   gpu_requested=os.environ.get("GPUBENCH_GPU_REQUESTED"))
 emit(RunStarted(run_id=rid, workload="train-compile", study="s", setups=spec["setups"], repeats=1,
@@ -116,9 +120,7 @@ for i, setup in enumerate(spec["setups"]):
         say(f"line {setup} {n} {time.time():.6f}")
     time.sleep(spec.get("sleep_s", 0))
     if i == 0 and spec.get("pause_until"):  # a file the test writes once it did what needs a running command
-        deadline = time.time() + 60
-        while time.time() < deadline and not os.path.exists(spec["pause_until"]):
-            time.sleep(0.05)
+        wait_for_file(spec["pause_until"], 60)
     status = spec.get("status", {}).get(setup, "ok")
     r = SetupResult(run_id=rid, setup=setup, repeat=1, status=status,
                     metrics={"tokens_per_s": Metric(value=1000.0 + i, unit="tokens/s", better="higher")}
@@ -127,9 +129,7 @@ for i, setup in enumerate(spec["setups"]):
     emit(r)
 if spec.get("hang_s"):
     say("hanging")
-    release, deadline = spec.get("release"), time.time() + spec["hang_s"]  # a file that ends the hang early
-    while time.time() < deadline and not (release and os.path.exists(release)):
-        time.sleep(0.05)
+    wait_for_file(spec.get("release"), spec["hang_s"])  # a file that ends the hang early
 summary = summarize_results(spec["setups"], results)
 emit(RunFinished(run_id=rid, status="ok" if all(r.status == "ok" for r in results) else "partial",
                  duration_s=1.0, summary=summary))
