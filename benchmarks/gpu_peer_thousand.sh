@@ -34,6 +34,11 @@
 # gap in both orders and 1,024 users (128 and 256 agreed within 2% on 12-05):
 #   CALL=1; CALL=2 LEVELS= (the server started and kept, ~130 s); CALL=3 LEVELS=512:3072 (6 waves, ~340 s);
 #   CALL=6 LEVELS=512:3072 (~340 s); CALL=4 (~430 s)
+# CLIENTS, where set, replaces a call's clients and their order. The 512-user gap's test (12-08's plan, ~1,320
+# device-s with the start; every run now logs the server's own token counters, so the server says which client's
+# figure its work matched): CALL=1; CALL=2 LEVELS=512:3072 (the server started, then A B: vLLM's client, gpubench,
+# ~390 s); CALL=6 LEVELS=512:3072 CLIENTS="gpubench vllm vllm+gpubench-prompts" (B A, then vLLM's client on the
+# prompts gpubench builds: the same prompts from both clients, ~370 s); CALL=4 LEVELS=1024:4096 (~300 s); CALL=5.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
@@ -50,12 +55,12 @@ case "${CALL:?set CALL=1..6}" in
        done
      } 2>&1 | tee "$OUT/pacer-200.txt"
      exit 0 ;;
-  2) LEVELS=${LEVELS-"128:1280 256:1280"}; CLIENTS="vllm gpubench"; LIMIT_S=470 ;;
-  3) LEVELS=${LEVELS-"512:5120"}; CLIENTS="vllm gpubench"; LIMIT_S=200 ;;
-  4) LEVELS=${LEVELS-"1024:5120"}; CLIENTS="gpubench vllm"; LIMIT_S=200 ;;
+  2) LEVELS=${LEVELS-"128:1280 256:1280"}; CLIENTS=${CLIENTS:-"vllm gpubench"}; LIMIT_S=470 ;;
+  3) LEVELS=${LEVELS-"512:5120"}; CLIENTS=${CLIENTS:-"vllm gpubench"}; LIMIT_S=200 ;;
+  4) LEVELS=${LEVELS-"1024:5120"}; CLIENTS=${CLIENTS:-"gpubench vllm"}; LIMIT_S=200 ;;
   5) LEVELS=""; CLIENTS="vllm gpubench"; LIMIT_S=200; export SERVER_STOP=1
      export OPEN_RATE=200 OPEN_REQUESTS=12000 OPEN_OUTLEN=16 ;;
-  6) LEVELS=${LEVELS-"512:5120"}; CLIENTS="gpubench vllm"; LIMIT_S=200; export FIRST_ROUND=2 ;;
+  6) LEVELS=${LEVELS-"512:5120"}; CLIENTS=${CLIENTS:-"gpubench vllm"}; LIMIT_S=200; export FIRST_ROUND=2 ;;
   *) echo "CALL must be 1 to 6"; exit 2 ;;
 esac
 export LEVELS CLIENTS LIMIT_S ROUNDS=1 FIRST_ROUND=${FIRST_ROUND:-1} VLLM_CLIENT_REQUESTS=${VLLM_CLIENT_REQUESTS:-}

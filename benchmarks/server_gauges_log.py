@@ -1,11 +1,14 @@
-"""Log a server's gauges of requests running and waiting while another client loads it (the peer check's vLLM run).
+"""Log a server's gauges of requests running and waiting, and its token counters, while a client loads it.
 
     python benchmarks/server_gauges_log.py BASE_URL OUT.json [--kind vllm]
 
 Reads /metrics every 0.5 s (gpubench/loadgen/server_gauges.py, as `gpubench loadgen` does for its own timed phase)
 until SIGTERM or SIGINT, then writes {"names": [running, waiting], "samples": [[unix time, monotonic time, running,
-waiting], ...]}. serving_peer_table.py averages the samples inside vLLM's client's timed window (its detailed result's
-start times are perf_counter's, the same monotonic clock).
+waiting], ...], "counter_names": [...], "counters": [[unix time, monotonic time, value or null, ...], ...]}.
+serving_peer_table.py averages the gauges inside a client's timed window (vLLM's client's detailed result has start
+times on perf_counter, the same monotonic clock; gpubench's result has its window on the wall clock), and reads the
+counters across it: the server's own tokens per second, prompt tokens per request, engine steps and preemptions,
+whichever client measured.
 """
 
 from __future__ import annotations
@@ -15,9 +18,17 @@ import json
 import signal
 import sys
 import time
+import urllib.request
 
-from gpubench.loadgen.server_gauges import GAUGES, INTERVAL_S, read
+from gpubench import prometheus
+from gpubench.loadgen.server_gauges import GAUGES, INTERVAL_S, READ_TIMEOUT_S
 from gpubench.loadgen.server_id import root_of
+
+# the server's own count of what it did; a histogram's _count and _sum are two counters (iteration_tokens: one
+# observation per engine step, of the tokens it scheduled)
+COUNTERS = {"vllm": ("vllm:generation_tokens", "vllm:prompt_tokens", "vllm:request_success",
+                     "vllm:iteration_tokens_total_count", "vllm:iteration_tokens_total_sum", "vllm:num_preemptions",
+                     "vllm:prefix_cache_queries", "vllm:prefix_cache_hits")}
 
 
 def main() -> int:
@@ -26,20 +37,28 @@ def main() -> int:
     parser.add_argument("out")
     parser.add_argument("--kind", default="vllm", choices=sorted(GAUGES))
     args = parser.parse_args()
-    names, url = GAUGES[args.kind], f"{root_of(args.base_url)}/metrics"
+    names, counters, url = GAUGES[args.kind], COUNTERS.get(args.kind, ()), f"{root_of(args.base_url)}/metrics"
     samples: list[list[float]] = []
+    counted: list[list[float | None]] = []
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     due = time.monotonic()
     while not stop:
-        got = read(url, names)
-        if isinstance(got, tuple):
-            samples.append([time.time(), time.monotonic(), *got])
+        unix, mono = time.time(), time.monotonic()
+        try:
+            with urllib.request.urlopen(url, timeout=READ_TIMEOUT_S) as resp:
+                page = prometheus.parse(resp.read().decode(errors="replace"))
+        except OSError:
+            page = {}
+        if all(name in page for name in names):
+            samples.append([unix, mono, *(page[name] for name in names)])
+        if counters and page:
+            counted.append([unix, mono, *(prometheus.counter(page, name) for name in counters)])
         due += INTERVAL_S
         time.sleep(max(0.0, due - time.monotonic()))
     with open(args.out, "w") as f:
-        json.dump({"names": list(names), "samples": samples}, f)
+        json.dump({"names": list(names), "samples": samples, "counter_names": list(counters), "counters": counted}, f)
     return 0
 
 

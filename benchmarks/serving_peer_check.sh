@@ -9,6 +9,9 @@
 #
 # On the H200 (one 10-minute call; the server starts in ~100-140 s):
 #   source benchmarks/gpu_vllm_env.sh && bash benchmarks/serving_peer_check.sh
+# Through every client's run server_gauges_log.py logs the server's gauges (running, waiting) and its own counters
+# (tokens generated and prompted, engine steps, preemptions, prefix cache hits): the table's "server's own count"
+# reads them over each client's timed window, the server's word on what each load made it do.
 # Results: $OUT/peer-<time>.tgz (each client's output, server.log, table.txt) with the table and summary beside it;
 # $OUT/peer-partial.tgz holds every run finished so far while it goes (a call cut by its limit still brings those
 # back). TAR=0 leaves the folder as $OUT/peer instead. On a CPU (the proof that it runs):
@@ -21,7 +24,9 @@
 # in flight and the shutdown still end inside the call's 600 s; the table shows what finished.
 # Knobs: LEVELS ("users:requests ..."; default 1:16 16:160 64:320, sized to fit one call), ROUNDS (2), IN, OUTLEN,
 # CLIENTS ("vllm gpubench", in that order; one of them alone when a level's two runs do not fit one call; gpubench+WAY
-# runs gpubench with --count-tokens WAY into its own file, e.g. "gpubench+chunks gpubench+token-ids gpubench+usage"),
+# runs gpubench with --count-tokens WAY into its own file, e.g. "gpubench+chunks gpubench+token-ids gpubench+usage";
+# vllm+gpubench-prompts runs vLLM's client on the prompts gpubench builds for that seed (a ShareGPT file): with both
+# clients sending the same prompts, a gap left is the clients', and one that goes is the prompts'),
 # WARMUP_X (warm-up requests per user, 2), OPEN_RATE / OPEN_REQUESTS / OPEN_OUTLEN (after the levels, an open loop at
 # OPEN_RATE requests/s of OPEN_REQUESTS requests of OPEN_OUTLEN tokens from each client; unset: none),
 # SERVER_KEEP_DIR (a folder in /tmp: the server is started there in its own session, setsid, and left running when
@@ -107,20 +112,36 @@ else
   echo "vllm bench serve: no vllm metadata (a CPU build?), calling vllm.benchmarks.serve.main" | tee -a "$D/summary.txt"
 fi
 vllm_bench() {  # users (0: none, an open loop's flags follow) requests seed file [more flags]
-  local closed=(); [ "$1" -gt 0 ] && closed=(--max-concurrency "$1" --num-warmups $((WARMUP_X * $1)))
-  # the server's running and waiting gauges logged through vLLM's client's run (gpubench samples its own); the
-  # detailed result has each request's start (perf_counter, the logger's monotonic clock): the timed window exactly
-  "$PY" "$HERE/server_gauges_log.py" "$URL" "$D/$4.gauges.json" & local LOGGER=$!
+  local closed=() data=(--dataset-name random --random-input-len "$IN" --random-output-len "${OUTLEN_NOW:-$OUTLEN}"
+    --random-range-ratio 0)
+  [ "$1" -gt 0 ] && closed=(--max-concurrency "$1" --num-warmups $((WARMUP_X * $1)))
+  if [ -n "${PROMPTS_FROM:-}" ]; then  # gpubench's prompts for that seed, as a ShareGPT file (read without pandas,
+    data=(--dataset-name sharegpt --dataset-path "$PROMPTS_FROM"  # which the custom data set needs)
+      --sharegpt-output-len "${OUTLEN_NOW:-$OUTLEN}")
+  fi
   "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- "${BENCH[@]}" --backend vllm \
-    --base-url "$URL" --endpoint /v1/completions --model "$NAME" --tokenizer "$M" --dataset-name random \
-    --random-input-len "$IN" --random-output-len "${OUTLEN_NOW:-$OUTLEN}" --random-range-ratio 0 --num-prompts "$2" \
+    --base-url "$URL" --endpoint /v1/completions --model "$NAME" --tokenizer "$M" "${data[@]}" --num-prompts "$2" \
     "${closed[@]}" --ignore-eos --temperature 0 --seed "$3" \
     --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --disable-tqdm \
     --save-result --save-detailed --result-dir "$D" --result-filename "$4.json" "${@:5}" > "$D/$4.log" 2>&1
-  local code=$?
-  kill -TERM $LOGGER 2>/dev/null; wait $LOGGER 2>/dev/null
-  return $code
 }
+gpubench_prompts() {  # requests seed file: the timed prompts `gpubench loadgen --seed seed` sends, as ShareGPT
+  "$PY" - "$M" "$IN" "$1" "$2" "$3" <<'PY'
+import json, sys
+from gpubench.loadgen import prompts
+from gpubench.loadgen.spec import LoadSpec
+tokenizer, tokens, requests, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+spec = LoadSpec(base_url="http://unused/v1", model="m", requests=requests, input_tokens=tokens, tokenizer=tokenizer,
+                seed=seed)
+with open(out, "w") as f:  # the answer's text is not used: --sharegpt-output-len sets every length
+    json.dump([{"conversations": [{"from": "human", "value": p.as_text()}, {"from": "gpt", "value": "-"}]}
+               for p in prompts.build(spec, requests)], f)
+PY
+}
+gauges_log_start() {  # file: the server's gauges and counters through one client's run (server_gauges_log.py)
+  "$PY" "$HERE/server_gauges_log.py" "$URL" "$D/$1.gauges.json" & LOGGER=$!
+}
+gauges_log_stop() { kill -TERM "$LOGGER" 2>/dev/null; wait "$LOGGER" 2>/dev/null; }
 TICK=$(getconf CLK_TCK)
 ticks_of() {  # pid: its utime + stime (all its threads), 0 once it is gone
   local stat fields; stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
@@ -162,9 +183,13 @@ if [ $ready = 1 ]; then
       for client in $CLIENTS; do  # A B in the order given; a fresh seed for each (no prompt reaches the cache twice)
         k=$((k + 1)); t=$SECONDS; seed=$((round * 1000 + users * 10 + k))
         sent=$(( $([ $client = vllm ] && echo "${VLLM_CLIENT_REQUESTS:-$requests}" || echo "$requests") + WARMUP_X * users ))
-        server_cpu_start
+        server_cpu_start; gauges_log_start "$client-u$users-r$round"
         if [ $client = vllm ]; then
           vllm_bench "$users" "${VLLM_CLIENT_REQUESTS:-$requests}" $seed "vllm-u$users-r$round"; code=$?
+        elif [ $client = vllm+gpubench-prompts ]; then  # vLLM's client sending what gpubench would at this seed
+          gpubench_prompts "$requests" $seed "$D/prompts-$seed.json" \
+            && PROMPTS_FROM=$D/prompts-$seed.json vllm_bench "$users" "$requests" $seed "$client-u$users-r$round"
+          code=$?; rm -f "$D/prompts-$seed.json"
         elif [ $client = gpubench ]; then
           gpubench_loadgen "$users" "$requests" $seed "gpubench-u$users-r$round"; code=$?
         else  # gpubench+WAY: gpubench counting a chunk's tokens WAY's way (its own file; not in the peer table)
@@ -180,6 +205,7 @@ for r in map(json.loads, open(sys.argv[1])):
               f" {m.get('server_running_mean', 0):.0f}, counted by {r['info'].get('token_counting', {}).get('way')}")
 PY
         fi
+        gauges_log_stop
         echo "$client u$users r$round (seed $seed): exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
         server_cpu_end "$client-u$users-r$round" $((sent * OUTLEN))
         snapshot
@@ -190,12 +216,14 @@ PY
     OUTLEN_NOW=$OPEN_OUTLEN
     for client in $CLIENTS; do
       t=$SECONDS; seed=$((9000 + $([ $client = vllm ] && echo 1 || echo 2))); server_cpu_start
+      gauges_log_start "$client-r$OPEN_RATE-r1"
       if [ $client = vllm ]; then
         vllm_bench 0 "$OPEN_REQUESTS" $seed "vllm-r$OPEN_RATE-r1" --request-rate "$OPEN_RATE" --num-warmups 200
       else
         gpubench_loadgen 0 "$OPEN_REQUESTS" $seed "gpubench-r$OPEN_RATE-r1" --rate "$OPEN_RATE" --warmup 200
       fi
-      echo "$client open loop $OPEN_RATE/s x $OPEN_REQUESTS: exit $? after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
+      code=$?; gauges_log_stop
+      echo "$client open loop $OPEN_RATE/s x $OPEN_REQUESTS: exit $code after $((SECONDS - t)) s" | tee -a "$D/summary.txt"
       server_cpu_end "$client-r$OPEN_RATE-r1" $(((OPEN_REQUESTS + 200) * OPEN_OUTLEN))
       snapshot
     done

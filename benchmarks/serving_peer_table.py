@@ -51,6 +51,7 @@ FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
 LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting", "API CPU %",
         "API ms/1k tok", "engine CPU %")
 NAME = re.compile(r"(vllm|gpubench)-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
+ANY_RUN = re.compile(r"(vllm|gpubench)(\+[\w-]+)?-([ur])(\d+)-r(\d+)\.(json|jsonl)$")  # the variants too
 
 
 def window(result: dict) -> tuple[float, float]:
@@ -245,6 +246,75 @@ def open_level(rate: int, vllm: list[dict], ours: list[dict]) -> int:
     return (not rate_ok) + (not delay_ok)
 
 
+def timed_window(path: Path) -> tuple[int, float, float] | None:
+    """(clock column, start, end) of a run's timed load: 1 (monotonic) from vLLM's client's detailed start times,
+    0 (unix) from its `date` and `duration` or from gpubench's timed_window_unix."""
+    if path.suffix == ".json":
+        result = json.loads(path.read_text())
+        starts, latencies = result.get("start_times"), result.get("latencies")
+        if starts and latencies:
+            return 1, min(starts), max(s + lat for s, lat in zip(starts, latencies, strict=True))
+        return (0, *window(result)) if result.get("date") and result.get("duration") else None
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "result" and (span := (record.get("info") or {}).get("timed_window_unix")):
+            return 0, span[0], span[1]
+    return None
+
+
+def server_view(path: Path) -> dict[str, float | None] | None:
+    """What the server itself counted over one client's timed window (server_gauges_log.py's counters): output
+    tokens/s, prompt tokens a request, engine steps/s, tokens a step, preemptions and the prefix cache's hit share.
+    The samples inside the window, first to last: it loses up to one interval at each end, the same for every client."""
+    log, span = path.with_suffix(".gauges.json"), timed_window(path)
+    if not log.exists() or span is None:
+        return None
+    data = json.loads(log.read_text())
+    clock, start, end = span
+    inside = [row for row in data.get("counters", []) if start <= row[clock] <= end]
+    if len(inside) < 2:
+        return None
+    names = data["counter_names"]
+    first, last = dict(zip(names, inside[0][2:], strict=True)), dict(zip(names, inside[-1][2:], strict=True))
+    seconds = inside[-1][1] - inside[0][1]
+
+    def delta(name: str) -> float | None:
+        a, b = first.get(name), last.get(name)
+        return b - a if a is not None and b is not None else None
+
+    def ratio(a: float | None, b: float | None, scale: float = 1.0) -> float | None:
+        return scale * a / b if a is not None and b else None
+
+    steps = delta("vllm:iteration_tokens_total_count")
+    return {"server tok/s": ratio(delta("vllm:generation_tokens"), seconds),
+            "prompt tok/req": ratio(delta("vllm:prompt_tokens"), delta("vllm:request_success")),
+            "steps/s": ratio(steps, seconds), "tokens/step": ratio(delta("vllm:iteration_tokens_total_sum"), steps),
+            "preemptions": delta("vllm:num_preemptions"),
+            "prefix hit %": ratio(delta("vllm:prefix_cache_hits"), delta("vllm:prefix_cache_queries"), 100.0)}
+
+
+def print_server_view(folders: list[Path]) -> None:
+    """Every run, each client's own output tokens/s beside the server's count over the same seconds."""
+    rows = []
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            if (match := ANY_RUN.match(path.name)) and (view := server_view(path)) is not None:
+                client = match.group(1) + (match.group(2) or "")
+                figures = vllm_figures(path) if path.suffix == ".json" else gpubench_figures(path)
+                own = figures.get("output tok/s") if figures else None
+                rows.append((match.group(3), int(match.group(4)), client, int(match.group(5)), own, view))
+    if not rows:
+        return
+    print("\nthe server's own count over each client's timed window (vLLM's /metrics counters)")
+    print(f"{'load':>6} {'client':<24} {'round':>5} {'client tok/s':>12} {'server tok/s':>12} {'prompt/req':>10}"
+          f" {'steps/s':>8} {'tok/step':>8} {'preempt':>7} {'prefix hit':>10}")
+    for kind, level, client, rnd, own, view in sorted(rows, key=lambda r: (r[0] != "u", r[1], r[3], r[2])):
+        print(f"{kind}{level:>5} {client:<24} {rnd:>5} {show(own, '{:,.0f}'):>12}"
+              f" {show(view['server tok/s'], '{:,.0f}'):>12} {show(view['prompt tok/req'], '{:.1f}'):>10}"
+              f" {show(view['steps/s'], '{:.2f}'):>8} {show(view['tokens/step'], '{:,.0f}'):>8}"
+              f" {show(view['preemptions'], '{:.0f}'):>7} {show(view['prefix hit %'], '{:.1f}%'):>10}")
+
+
 def main() -> int:
     folders = [Path(arg) for arg in sys.argv[1:]] or [Path(".")]
     table = rounds(folders)
@@ -261,6 +331,7 @@ def main() -> int:
         bad += closed_level(level, vllm, ours) if kind == "u" else open_level(level, vllm, ours)
     print(f"\n{'all held figures within' if not bad else f'{bad} figures outside'} {TOLERANCE:.0%} of vLLM's client"
           " where it was not saturated (open loop: issue 33's targets)")
+    print_server_view(folders)
     return 0 if not bad else 1
 
 

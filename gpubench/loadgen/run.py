@@ -55,6 +55,7 @@ class LoadRun:
     clients: list[ClientShare] = field(default_factory=list)  # each client process
     counting: TokenCounting = field(default_factory=lambda: token_counts.given("chunks"))
     gauges: Gauges = field(default_factory=lambda: Gauges(note="not sampled"))  # inside the timed window
+    started_unix: float | None = None  # when the first timed request was sent, on the wall clock
 
     @property
     def failed(self) -> list[RequestRecord]:
@@ -95,6 +96,9 @@ class LoadRun:
             "client_processes_peak_rss_mib": [round(c.peak_rss_bytes / 2**20, 1) for c in self.clients],
             "connections_opened_while_timing": sum(c.timed_connections for c in self.clients),
             "server_gauges": self.gauges.info(self.spec.concurrency),
+            # the timed phase on the wall clock, to read a server's own logs and counters over the same seconds
+            "timed_window_unix": ([round(self.started_unix, 3), round(self.started_unix + self.duration_s, 3)]
+                                  if self.started_unix is not None else None),
         }
 
     def check(self) -> None:
@@ -159,13 +163,15 @@ def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = Tru
     for share in shares:
         for record in share.records:
             records[record.index] = record
+    started = min(s.started for s in shares)
     run = LoadRun(spec=spec, records=records, warmup=sorted((r for s in shares for r in s.warmup),
                                                            key=lambda r: r.index),
-                  duration_s=max(s.ended for s in shares) - min(s.started for s in shares),
+                  duration_s=max(s.ended for s in shares) - started,
+                  started_unix=time.time() - (time.perf_counter() - started),
                   client_cpu_s=sum(s.cpu_s for s in shares),
                   clients=[ClientShare(s.cpu_s, s.ended - s.started, s.peak_rss_bytes, s.timed_connections)
                            for s in shares], counting=counting,
-                  gauges=gauges.within(min(s.started for s in shares), max(s.ended for s in shares)))
+                  gauges=gauges.within(started, max(s.ended for s in shares)))
     if check:
         run.check()
     return run
