@@ -3,6 +3,7 @@ length within UNEQUAL_X, and at least WAVES_MIN requests a user. Read on the 202
 budget left vLLM's client 2,000 and 997 requests against gpubench's 10,000."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,3 +45,31 @@ def test_the_servers_api_process_cpu_per_run(tmp_path):
     assert table.server_api_cpu(run) == {"API CPU %": 25.0, "API ms/1k tok": 50.0, "engine CPU %": 95.0}
     assert table.server_api_cpu(tmp_path / "vllm-u64-r1.server.json") == {
         "API CPU %": None, "API ms/1k tok": None, "engine CPU %": None}
+
+
+def test_the_servers_own_count_over_each_clients_timed_window(tmp_path):
+    """server_gauges_log.py's counters, read from the first to the last sample inside a run's timed window:
+    gpubench's window from its result (wall clock), vLLM's client's from its requests' start times (monotonic)."""
+    table = peer_table()
+    names = ["vllm:generation_tokens", "vllm:prompt_tokens", "vllm:request_success",
+             "vllm:iteration_tokens_total_count", "vllm:iteration_tokens_total_sum", "vllm:num_preemptions",
+             "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"]
+    # one sample a second, the unix clock 1,000,000 s ahead of the monotonic one; 100 tokens/s before t=5 (the
+    # warm-up) and 300 tokens/s from then on, at 3 tokens a step, 512 prompt tokens a request, 2 hits in 8 queries
+    rows = []
+    for t in range(20):
+        made = 100 * min(t, 5) + 300 * max(t - 5, 0)
+        rows.append([1e6 + t, float(t), made, 512 * made / 256, made / 256, made / 3, made, 0, 8 * t, 2 * t])
+    log = {"names": ["vllm:num_requests_running", "vllm:num_requests_waiting"], "samples": [],
+           "counter_names": names, "counters": rows}
+    (tmp_path / "gpubench-u8-r1.gauges.json").write_text(json.dumps(log))
+    (tmp_path / "gpubench-u8-r1.jsonl").write_text(json.dumps(
+        {"kind": "result", "status": "ok", "metrics": {}, "info": {"timed_window_unix": [1e6 + 5.5, 1e6 + 15.5]}}))
+    view = table.server_view(tmp_path / "gpubench-u8-r1.jsonl")
+    assert view == {"server tok/s": 300.0, "prompt tok/req": 512.0, "steps/s": 100.0, "tokens/step": 3.0,
+                    "preemptions": 0, "prefix hit %": 25.0}
+    (tmp_path / "vllm-u8-r1.gauges.json").write_text(json.dumps(log))
+    (tmp_path / "vllm-u8-r1.json").write_text(json.dumps({"start_times": [1.5, 2.0], "latencies": [3.0, 2.0]}))
+    assert table.server_view(tmp_path / "vllm-u8-r1.json")["server tok/s"] == 100.0  # t 2 to 4: the warm-up rate
+    (tmp_path / "gpubench-u8-r2.jsonl").write_text(json.dumps({"kind": "result", "status": "ok", "metrics": {}}))
+    assert table.server_view(tmp_path / "gpubench-u8-r2.jsonl") is None  # no window, no log: nothing to say
