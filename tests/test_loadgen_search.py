@@ -33,17 +33,30 @@ def result_of(completed):
     return result, {name: m["value"] for name, m in result["metrics"].items()}
 
 
-def test_search_rate_finds_the_highest_rate_under_the_target_worked_out_by_hand(tmp_path):
+def search_rate(tmp_path):
     with streaming_server.running(ttft_ms=20, token_ms=2, token_ms_per_rate_step=40, rate_step=10,
                                   recent_s=2) as url:
         completed = gpubench("loadgen", "--base-url", url, *LOAD, "--requests", "200", "--burstiness", "10000",
                              "--slo", "ttft=1000,tpot=142", "--search", "rate", "--price", "2.5", cwd=tmp_path)
     assert completed.code == 0, completed.stderr[-3000:]
-    result, m = result_of(completed)
+    return completed
+
+
+def test_search_rate_finds_the_highest_rate_under_the_target_worked_out_by_hand(tmp_path):
+    lowest = RATE_ANSWER / (1 + TOLERANCE) / (1 + TIMING_BAND)
+    # Two tries: on 2 cores shared with other work a stall of ~150 ms bunched enough arrivals for one probe at 36/s
+    # (72 in the server's window, 80 tip it) to miss, and the search settled on 34.0 (12-07). A search that finds
+    # the wrong answer finds it both times.
+    for attempt in range(2):
+        (tmp_path / f"try{attempt}").mkdir()
+        completed = search_rate(tmp_path / f"try{attempt}")
+        result, m = result_of(completed)
+        if lowest <= m["slo_max_rate"] <= RATE_ANSWER:
+            break
     assert result["status"] == "ok" and result["setup"] == "search-rate"
     found, table = m["slo_max_rate"], result["info"]["search"]["probes"]
     failing = result["info"]["search"]["lowest_failing"]
-    assert RATE_ANSWER / (1 + TOLERANCE) / (1 + TIMING_BAND) <= found <= RATE_ANSWER, table
+    assert lowest <= found <= RATE_ANSWER, table
     assert found < failing <= found * (1 + TOLERANCE) and m["slo_search_bracket_pct"] <= 100 * TOLERANCE
     # each probe's verdict is the rule's, outside the band where a hiccup may tip it
     for row in table[1:]:
