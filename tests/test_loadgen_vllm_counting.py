@@ -19,11 +19,11 @@ def test_plain_run_load_counts_vllms_tokens_and_reads_its_gauges(tiny_vllm, monk
     # the gauges read every 50 ms through a timed phase of many intervals (the sampler has read them once before the
     # load starts), and the result says that interval
     monkeypatch.setattr(server_gauges, "INTERVAL_S", 0.05)
-    run = run_load(LoadSpec(base_url=server.base_url, model=MODEL, users=4, requests=12, warmup=2, input_tokens=32,
-                            output_tokens=384, ignore_eos=True))
+    run = run_load(LoadSpec(base_url=server.base_url, model=MODEL, users=4, requests=8, warmup=2, input_tokens=32,
+                            output_tokens=96, ignore_eos=True))
     counting, gauges = run.info()["token_counting"], run.info()["server_gauges"]
     assert counting["way"] == "token_ids" and counting["server"].startswith("vllm ")
-    assert counting["tokens_counted"] == counting["server_counted"] == 12 * 384
+    assert counting["tokens_counted"] == counting["server_counted"] == 8 * 96
     assert run.metrics()["usage_mismatches"] == 0
     assert gauges["asked"] == 4 and gauges.get("samples", 0) >= 2, gauges  # (a note says why there are none)
     assert gauges["source"] == "/metrics vllm:num_requests_running, vllm:num_requests_waiting"
