@@ -34,11 +34,13 @@
 # gap in both orders and 1,024 users (128 and 256 agreed within 2% on 12-05):
 #   CALL=1; CALL=2 LEVELS= (the server started and kept, ~130 s); CALL=3 LEVELS=512:3072 (6 waves, ~340 s);
 #   CALL=6 LEVELS=512:3072 (~340 s); CALL=4 (~430 s)
-# CLIENTS, where set, replaces a call's clients and their order. The 512-user gap's test (12-08's plan, ~1,320
-# device-s with the start; every run now logs the server's own token counters, so the server says which client's
-# figure its work matched): CALL=1; CALL=2 LEVELS=512:3072 (the server started, then A B: vLLM's client, gpubench,
-# ~390 s); CALL=6 LEVELS=512:3072 CLIENTS="gpubench vllm vllm+gpubench-prompts" (B A, then vLLM's client on the
-# prompts gpubench builds: the same prompts from both clients, ~370 s); CALL=4 LEVELS=1024:4096 (~300 s); CALL=5.
+# CLIENTS, where set, replaces a call's clients and their order. The 512-user gap's test (written 12-08, when no
+# machine started): every run logs the server's own counters and the GPU's clock and power, so the server says
+# which client's figure its work matched and whether the GPU ran slower for one of them. Smallest hold that answers
+# it (~560 device-s with the start): CALL=1; CALL=2 LEVELS=512:2048 CLIENTS="vllm gpubench vllm+gpubench-prompts"
+# (the server started, then A B and vLLM's client on the prompts gpubench builds: the same prompts from both
+# clients; ~450 s). Then, as the budget allows: CALL=6 LEVELS=512:2048 CLIENTS="gpubench vllm" (B A, ~200 s);
+# CALL=4 LEVELS=1024:4096 (~300 s); CALL=5 (~150 s).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"

@@ -11,7 +11,8 @@
 #   source benchmarks/gpu_vllm_env.sh && bash benchmarks/serving_peer_check.sh
 # Through every client's run server_gauges_log.py logs the server's gauges (running, waiting) and its own counters
 # (tokens generated and prompted, engine steps, preemptions, prefix cache hits): the table's "server's own count"
-# reads them over each client's timed window, the server's word on what each load made it do.
+# reads them over each client's timed window, the server's word on what each load made it do, with the GPU's mean SM
+# clock, power and temperature over the same seconds (nvidia-smi, where there is one).
 # Results: $OUT/peer-<time>.tgz (each client's output, server.log, table.txt) with the table and summary beside it;
 # $OUT/peer-partial.tgz holds every run finished so far while it goes (a call cut by its limit still brings those
 # back). TAR=0 leaves the folder as $OUT/peer instead. On a CPU (the proof that it runs):
@@ -138,10 +139,19 @@ with open(out, "w") as f:  # the answer's text is not used: --sharegpt-output-le
                for p in prompts.build(spec, requests)], f)
 PY
 }
-gauges_log_start() {  # file: the server's gauges and counters through one client's run (server_gauges_log.py)
+gauges_log_start() {  # file: the server's gauges and counters through one client's run (server_gauges_log.py),
+  # and the GPU's SM clock, power and temperature every 0.5 s (UTC stamps): a step slower with the same batch shows
+  # there if the GPU ran at a lower clock
   "$PY" "$HERE/server_gauges_log.py" "$URL" "$D/$1.gauges.json" & LOGGER=$!
+  GPULOG=""
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    TZ=UTC nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu \
+      --format=csv,noheader,nounits -lms 500 >"$D/$1.gpu.csv" 2>/dev/null & GPULOG=$!
+  fi
 }
-gauges_log_stop() { kill -TERM "$LOGGER" 2>/dev/null; wait "$LOGGER" 2>/dev/null; }
+gauges_log_stop() {
+  kill -TERM "$LOGGER" $GPULOG 2>/dev/null; wait "$LOGGER" $GPULOG 2>/dev/null
+}
 TICK=$(getconf CLK_TCK)
 ticks_of() {  # pid: its utime + stime (all its threads), 0 once it is gone
   local stat fields; stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }

@@ -31,7 +31,7 @@ import json
 import re
 import statistics
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 TOLERANCE = 0.03
@@ -286,11 +286,32 @@ def server_view(path: Path) -> dict[str, float | None] | None:
         return scale * a / b if a is not None and b else None
 
     steps = delta("vllm:iteration_tokens_total_count")
+    # the window on the wall clock (the log's samples carry both clocks), for the GPU's log
+    unix_start, unix_end = (start, end) if clock == 0 else (inside[0][0] + start - inside[0][1],
+                                                            inside[0][0] + end - inside[0][1])
     return {"server tok/s": ratio(delta("vllm:generation_tokens"), seconds),
             "prompt tok/req": ratio(delta("vllm:prompt_tokens"), delta("vllm:request_success")),
             "steps/s": ratio(steps, seconds), "tokens/step": ratio(delta("vllm:iteration_tokens_total_sum"), steps),
             "preemptions": delta("vllm:num_preemptions"),
-            "prefix hit %": ratio(delta("vllm:prefix_cache_hits"), delta("vllm:prefix_cache_queries"), 100.0)}
+            "prefix hit %": ratio(delta("vllm:prefix_cache_hits"), delta("vllm:prefix_cache_queries"), 100.0),
+            **gpu_means(path.with_suffix(".gpu.csv"), unix_start, unix_end)}
+
+
+def gpu_means(path: Path, start: float, end: float) -> dict[str, float | None]:
+    """The GPU's mean SM clock (MHz), power (W) and temperature (C) over a window, from the nvidia-smi log the check
+    keeps beside each run (UTC stamps, then the figures)."""
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            try:
+                at = datetime.strptime(fields[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=UTC).timestamp()
+                rows.append((at, float(fields[1]), float(fields[2]), float(fields[3])))
+            except (ValueError, IndexError):
+                continue  # a line cut by the stop, or "[N/A]"
+    inside = [row for row in rows if start <= row[0] <= end]
+    return {"SM MHz": mean(r[1] for r in inside), "GPU W": mean(r[2] for r in inside),
+            "GPU C": mean(r[3] for r in inside)}
 
 
 def print_server_view(folders: list[Path]) -> None:
@@ -307,12 +328,14 @@ def print_server_view(folders: list[Path]) -> None:
         return
     print("\nthe server's own count over each client's timed window (vLLM's /metrics counters)")
     print(f"{'load':>6} {'client':<24} {'round':>5} {'client tok/s':>12} {'server tok/s':>12} {'prompt/req':>10}"
-          f" {'steps/s':>8} {'tok/step':>8} {'preempt':>7} {'prefix hit':>10}")
+          f" {'steps/s':>8} {'tok/step':>8} {'preempt':>7} {'prefix hit':>10} {'SM MHz':>7} {'GPU W':>6} {'GPU C':>5}")
     for kind, level, client, rnd, own, view in sorted(rows, key=lambda r: (r[0] != "u", r[1], r[3], r[2])):
         print(f"{kind}{level:>5} {client:<24} {rnd:>5} {show(own, '{:,.0f}'):>12}"
               f" {show(view['server tok/s'], '{:,.0f}'):>12} {show(view['prompt tok/req'], '{:.1f}'):>10}"
               f" {show(view['steps/s'], '{:.2f}'):>8} {show(view['tokens/step'], '{:,.0f}'):>8}"
-              f" {show(view['preemptions'], '{:.0f}'):>7} {show(view['prefix hit %'], '{:.1f}%'):>10}")
+              f" {show(view['preemptions'], '{:.0f}'):>7} {show(view['prefix hit %'], '{:.1f}%'):>10}"
+              f" {show(view['SM MHz'], '{:,.0f}'):>7} {show(view['GPU W'], '{:.0f}'):>6}"
+              f" {show(view['GPU C'], '{:.0f}'):>5}")
 
 
 def main() -> int:

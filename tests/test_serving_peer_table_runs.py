@@ -4,6 +4,7 @@ budget left vLLM's client 2,000 and 997 requests against gpubench's 10,000."""
 
 import importlib.util
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,11 +66,18 @@ def test_the_servers_own_count_over_each_clients_timed_window(tmp_path):
     (tmp_path / "gpubench-u8-r1.gauges.json").write_text(json.dumps(log))
     (tmp_path / "gpubench-u8-r1.jsonl").write_text(json.dumps(
         {"kind": "result", "status": "ok", "metrics": {}, "info": {"timed_window_unix": [1e6 + 5.5, 1e6 + 15.5]}}))
+    # nvidia-smi's log beside it, UTC stamps: the SM clock drops from 1,980 to 1,500 MHz at t=10
+    stamps = [datetime.fromtimestamp(1e6 + t, UTC).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] for t in range(20)]
+    (tmp_path / "gpubench-u8-r1.gpu.csv").write_text("".join(
+        f"{stamp}, {1980 if t < 10 else 1500}, 700.5, 60, 100\n" for t, stamp in enumerate(stamps)) + "2026/12/0")
     view = table.server_view(tmp_path / "gpubench-u8-r1.jsonl")
     assert view == {"server tok/s": 300.0, "prompt tok/req": 512.0, "steps/s": 100.0, "tokens/step": 3.0,
-                    "preemptions": 0, "prefix hit %": 25.0}
+                    "preemptions": 0, "prefix hit %": 25.0,
+                    "SM MHz": (4 * 1980 + 6 * 1500) / 10, "GPU W": 700.5, "GPU C": 60.0}  # t = 6 to 15
     (tmp_path / "vllm-u8-r1.gauges.json").write_text(json.dumps(log))
     (tmp_path / "vllm-u8-r1.json").write_text(json.dumps({"start_times": [1.5, 2.0], "latencies": [3.0, 2.0]}))
-    assert table.server_view(tmp_path / "vllm-u8-r1.json")["server tok/s"] == 100.0  # t 2 to 4: the warm-up rate
+    (tmp_path / "vllm-u8-r1.gpu.csv").write_text((tmp_path / "gpubench-u8-r1.gpu.csv").read_text())
+    view = table.server_view(tmp_path / "vllm-u8-r1.json")
+    assert view["server tok/s"] == 100.0 and view["SM MHz"] == 1980  # t 2 to 4: the warm-up's rate and clock
     (tmp_path / "gpubench-u8-r2.jsonl").write_text(json.dumps({"kind": "result", "status": "ok", "metrics": {}}))
     assert table.server_view(tmp_path / "gpubench-u8-r2.jsonl") is None  # no window, no log: nothing to say
