@@ -265,7 +265,9 @@ def timed_window(path: Path) -> tuple[int, float, float] | None:
 def server_view(path: Path) -> dict[str, float | None] | None:
     """What the server itself counted over one client's timed window (server_gauges_log.py's counters): output
     tokens/s, prompt tokens a request, engine steps/s, tokens a step, preemptions and the prefix cache's hit share.
-    The samples inside the window, first to last: it loses up to one interval at each end, the same for every client."""
+    The samples inside the window, first to last: it loses up to one interval at each end, the same for every client.
+    A prompt is counted when its request is taken in and a request when it ends, so prompt tokens a request is the
+    prompt length give or take the requests in flight at the window's edges (64.4 for prompts of 64 on the CPU)."""
     log, span = path.with_suffix(".gauges.json"), timed_window(path)
     if not log.exists() or span is None:
         return None
