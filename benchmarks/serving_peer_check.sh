@@ -116,9 +116,9 @@ vllm_bench() {  # users (0: none, an open loop's flags follow) requests seed fil
   local closed=() data=(--dataset-name random --random-input-len "$IN" --random-output-len "${OUTLEN_NOW:-$OUTLEN}"
     --random-range-ratio 0)
   [ "$1" -gt 0 ] && closed=(--max-concurrency "$1" --num-warmups $((WARMUP_X * $1)))
-  if [ -n "${PROMPTS_FROM:-}" ]; then  # gpubench's prompts for that seed, as a ShareGPT file (read without pandas,
-    data=(--dataset-name sharegpt --dataset-path "$PROMPTS_FROM"  # which the custom data set needs)
-      --sharegpt-output-len "${OUTLEN_NOW:-$OUTLEN}")
+  # gpubench's prompts for a seed, as a ShareGPT file: read without pandas, which the custom data set needs
+  if [ -n "${PROMPTS_FROM:-}" ]; then
+    data=(--dataset-name sharegpt --dataset-path "$PROMPTS_FROM" --sharegpt-output-len "${OUTLEN_NOW:-$OUTLEN}")
   fi
   "$PY" "$HERE/client_cpu.py" "$D/$4.cpu.json" -- "${BENCH[@]}" --backend vllm \
     --base-url "$URL" --endpoint /v1/completions --model "$NAME" --tokenizer "$M" "${data[@]}" --num-prompts "$2" \
