@@ -42,28 +42,39 @@ def search_rate(tmp_path):
     return completed
 
 
+def wrong_answer(result: dict, m: dict) -> list[str]:
+    """What is wrong with one search's answer and probes against the worked answer (nothing: an empty list)."""
+    found, table = m["slo_max_rate"], result["info"]["search"]["probes"]
+    failing = result["info"]["search"]["lowest_failing"]
+    wrong = []
+    if not RATE_ANSWER / (1 + TOLERANCE) / (1 + TIMING_BAND) <= found <= RATE_ANSWER:
+        wrong.append(f"found {found}")
+    if not (found < failing <= found * (1 + TOLERANCE) and m["slo_search_bracket_pct"] <= 100 * TOLERANCE):
+        wrong.append(f"bracket {found} .. {failing}")
+    # each probe's verdict is the rule's, outside the band where a hiccup may tip it
+    for row in table[1:]:
+        if row["rate"] > RATE_ANSWER and (row["met"] or row["tpot_ms_p99"] <= 142):
+            wrong.append(f"probe at {row['rate']}/s met the target: {row}")
+        elif row["rate"] <= RATE_ANSWER * (1 - TIMING_BAND) and not (row["met"] and row["tpot_ms_p99"] < 142):
+            wrong.append(f"probe at {row['rate']}/s missed the target: {row}")
+    return wrong
+
+
 def test_search_rate_finds_the_highest_rate_under_the_target_worked_out_by_hand(tmp_path):
-    lowest = RATE_ANSWER / (1 + TOLERANCE) / (1 + TIMING_BAND)
-    # Two tries: on 2 cores shared with other work a stall of ~150 ms bunched enough arrivals for one probe at 36/s
-    # (72 in the server's window, 80 tip it) to miss, and the search settled on 34.0 (12-07). A search that finds
-    # the wrong answer finds it both times.
-    for attempt in range(2):
+    # Three tries: on 2 cores shared with other work a stall of ~150 ms bunches enough arrivals to tip a probe a few
+    # arrivals below the step (72 or 75 counted in the server's window, 80 tip it): the search settled on 34.0 once,
+    # and a probe at 37.4/s missed once (12-08). A search or a probe verdict that is wrong is wrong every time.
+    tries = []
+    for attempt in range(3):
         (tmp_path / f"try{attempt}").mkdir()
         completed = search_rate(tmp_path / f"try{attempt}")
         result, m = result_of(completed)
-        if lowest <= m["slo_max_rate"] <= RATE_ANSWER:
+        tries.append(wrong_answer(result, m))
+        if not tries[-1]:
             break
+    assert not tries[-1], tries
     assert result["status"] == "ok" and result["setup"] == "search-rate"
     found, table = m["slo_max_rate"], result["info"]["search"]["probes"]
-    failing = result["info"]["search"]["lowest_failing"]
-    assert lowest <= found <= RATE_ANSWER, table
-    assert found < failing <= found * (1 + TOLERANCE) and m["slo_search_bracket_pct"] <= 100 * TOLERANCE
-    # each probe's verdict is the rule's, outside the band where a hiccup may tip it
-    for row in table[1:]:
-        if row["rate"] > RATE_ANSWER:
-            assert not row["met"] and row["tpot_ms_p99"] > 142, row
-        elif row["rate"] <= RATE_ANSWER * (1 - TIMING_BAND):
-            assert row["met"] and row["tpot_ms_p99"] < 142, row
     assert table[0] == {**table[0], "rate": "all at once", "saturation": True, "met": False}
     assert m["slo_search_probes"] == len(table) <= 12 and result["info"]["search"]["requests_per_probe"] == 200
     # the result's figures are the found load's: its goodput, and its cost at the run's price
