@@ -18,10 +18,9 @@ import json
 import signal
 import sys
 import time
-import urllib.request
 
 from gpubench import prometheus
-from gpubench.loadgen.server_gauges import GAUGES, INTERVAL_S, READ_TIMEOUT_S
+from gpubench.loadgen.server_gauges import GAUGES, INTERVAL_S, page
 from gpubench.loadgen.server_id import root_of
 
 # the server's own count of what it did; a histogram's _count and _sum are two counters (iteration_tokens: one
@@ -46,15 +45,12 @@ def main() -> int:
     due = time.monotonic()
     while not stop:
         unix, mono = time.time(), time.monotonic()
-        try:
-            with urllib.request.urlopen(url, timeout=READ_TIMEOUT_S) as resp:
-                page = prometheus.parse(resp.read().decode(errors="replace"))
-        except OSError:
-            page = {}
-        if all(name in page for name in names):
-            samples.append([unix, mono, *(page[name] for name in names)])
-        if counters and page:
-            counted.append([unix, mono, *(prometheus.counter(page, name) for name in counters)])
+        got = page(url)
+        if not isinstance(got, str):
+            if all(name in got for name in names):
+                samples.append([unix, mono, *(got[name] for name in names)])
+            if counters:
+                counted.append([unix, mono, *(prometheus.counter(got, name) for name in counters)])
         due += INTERVAL_S
         time.sleep(max(0.0, due - time.monotonic()))
     with open(args.out, "w") as f:

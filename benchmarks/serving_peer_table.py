@@ -50,14 +50,24 @@ FIGURES = (  # label, vLLM's result key, gpubench's metric, formatting
 )
 LOAD = ("requests", "client CPU %", "client MiB", "in flight", "server running", "server waiting", "API CPU %",
         "API ms/1k tok", "engine CPU %")
-NAME = re.compile(r"(vllm|gpubench)-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
-ANY_RUN = re.compile(r"(vllm|gpubench)(\+[\w-]+)?-([ur])(\d+)-r(\d+)\.(json|jsonl)$")  # the variants too
+# a run's file: client, its variant (+WAY, +gpubench-prompts: not in the peer table), u or r, level, round
+NAME = re.compile(r"(vllm|gpubench)(\+[\w-]+)?-([ur])(\d+)-r(\d+)\.(json|jsonl)$")
 
 
 def window(result: dict) -> tuple[float, float]:
     """vLLM's client's timed load, unix seconds: `duration` s before `date` (a stamp of whole seconds)."""
     end = datetime.strptime(result["date"], "%Y%m%d-%H%M%S").timestamp() + 1.0
     return end - result["duration"], end
+
+
+def vllm_window(result: dict) -> tuple[int, float, float]:
+    """(clock column of server_gauges_log.py's samples, start, end) of vLLM's client's timed load: 1 (monotonic) from
+    its requests' own start and end times (perf_counter) where the result is detailed, else 0 (unix) from `date` and
+    `duration`."""
+    starts, latencies = result.get("start_times"), result.get("latencies")
+    if starts and latencies:
+        return 1, min(starts), max(s + lat for s, lat in zip(starts, latencies, strict=True))
+    return 0, *window(result)
 
 
 def vllm_cpu_pct(series: dict, start: float, end: float) -> float | None:
@@ -83,11 +93,7 @@ def gauges_mean(path: Path, result: dict) -> tuple[float | None, float | None]:
     (perf_counter: the logger's monotonic clock) where the result is detailed, else from `date` and `duration`."""
     if not path.exists():
         return None, None
-    starts, latencies = result.get("start_times"), result.get("latencies")
-    if starts and latencies:
-        clock, (start, end) = 1, (min(starts), max(s + lat for s, lat in zip(starts, latencies, strict=True)))
-    else:
-        clock, (start, end) = 0, window(result)
+    clock, start, end = vllm_window(result)
     inside = [s for s in json.loads(path.read_text())["samples"] if start <= s[clock] <= end]
     if not inside:
         return None, None
@@ -159,9 +165,9 @@ def rounds(folders: list[Path]) -> dict[tuple[str, int], dict[str, list[dict]]]:
     for folder in folders:
         for path in sorted(folder.iterdir()):
             match = NAME.match(path.name)
-            if not match:
+            if not match or match.group(2):
                 continue
-            client, level = match.group(1), (match.group(2), int(match.group(3)))
+            client, level = match.group(1), (match.group(3), int(match.group(4)))
             figures = vllm_figures(path) if client == "vllm" else gpubench_figures(path)
             if figures is not None:
                 out.setdefault(level, {}).setdefault(client, []).append(figures)
@@ -247,14 +253,13 @@ def open_level(rate: int, vllm: list[dict], ours: list[dict]) -> int:
 
 
 def timed_window(path: Path) -> tuple[int, float, float] | None:
-    """(clock column, start, end) of a run's timed load: 1 (monotonic) from vLLM's client's detailed start times,
-    0 (unix) from its `date` and `duration` or from gpubench's timed_window_unix."""
+    """(clock column, start, end) of a run's timed load: vLLM's client's (vllm_window), or gpubench's
+    timed_window_unix (0, the wall clock)."""
     if path.suffix == ".json":
         result = json.loads(path.read_text())
-        starts, latencies = result.get("start_times"), result.get("latencies")
-        if starts and latencies:
-            return 1, min(starts), max(s + lat for s, lat in zip(starts, latencies, strict=True))
-        return (0, *window(result)) if result.get("date") and result.get("duration") else None
+        detailed = result.get("start_times") and result.get("latencies")
+        timed = detailed or (result.get("date") and result.get("duration"))
+        return vllm_window(result) if timed else None
     for line in path.read_text().splitlines():
         record = json.loads(line)
         if record.get("kind") == "result" and (span := (record.get("info") or {}).get("timed_window_unix")):
@@ -321,7 +326,7 @@ def print_server_view(folders: list[Path]) -> None:
     rows = []
     for folder in folders:
         for path in sorted(folder.iterdir()):
-            if (match := ANY_RUN.match(path.name)) and (view := server_view(path)) is not None:
+            if (match := NAME.match(path.name)) and (view := server_view(path)) is not None:
                 client = match.group(1) + (match.group(2) or "")
                 figures = vllm_figures(path) if path.suffix == ".json" else gpubench_figures(path)
                 own = figures.get("output tok/s") if figures else None

@@ -163,15 +163,15 @@ def run_load(spec: LoadSpec, progress: Progress | None = None, check: bool = Tru
     for share in shares:
         for record in share.records:
             records[record.index] = record
-    started = min(s.started for s in shares)
+    started, ended = min(s.started for s in shares), max(s.ended for s in shares)
     run = LoadRun(spec=spec, records=records, warmup=sorted((r for s in shares for r in s.warmup),
                                                            key=lambda r: r.index),
-                  duration_s=max(s.ended for s in shares) - started,
+                  duration_s=ended - started,
                   started_unix=time.time() - (time.perf_counter() - started),
                   client_cpu_s=sum(s.cpu_s for s in shares),
                   clients=[ClientShare(s.cpu_s, s.ended - s.started, s.peak_rss_bytes, s.timed_connections)
                            for s in shares], counting=counting,
-                  gauges=gauges.within(started, max(s.ended for s in shares)))
+                  gauges=gauges.within(started, ended))
     if check:
         run.check()
     return run

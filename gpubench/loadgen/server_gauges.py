@@ -103,13 +103,20 @@ class GaugeSampler:
         return got
 
 
-def read(url: str, names: tuple[str, str]) -> tuple[float, float] | str:
-    """(running, waiting) from one /metrics page, or why not."""
+def page(url: str) -> dict[str, float] | str:
+    """One /metrics page's samples (prometheus.parse), or why there is none."""
     try:
         with urllib.request.urlopen(url, timeout=READ_TIMEOUT_S) as resp:
-            samples = prometheus.parse(resp.read().decode(errors="replace"))
+            return prometheus.parse(resp.read().decode(errors="replace"))
     except OSError as exc:
         return f"no /metrics page ({getattr(exc, 'code', None) or getattr(exc, 'reason', None) or exc})"
+
+
+def read(url: str, names: tuple[str, str]) -> tuple[float, float] | str:
+    """(running, waiting) from one /metrics page, or why not."""
+    samples = page(url)
+    if isinstance(samples, str):
+        return samples
     running, waiting = names
     if running not in samples or waiting not in samples:
         return f"its /metrics has no {running} and {waiting} gauges"
